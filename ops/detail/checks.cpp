@@ -1,0 +1,160 @@
+#include "ops/detail/checks.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "ops/detail/parallel.h"
+#include "ops/detail/strided.h"
+#include "ops/dispatch.h"
+
+namespace scatterx::detail {
+
+int64_t wrap_dim(const char* op, int64_t dim, int64_t ndim) {
+  const int64_t n = std::max<int64_t>(ndim, 1);
+  SCATTERX_CHECK(dim >= -n && dim < n, ArgumentError, op, "dim ", dim, " is out of range for a tensor of ", ndim,
+                 " dimensions (expected a value in [", -n, ", ", n - 1, "])");
+  return dim < 0 ? dim + n : dim;
+}
+
+TensorView at_least_1d(const TensorView& view) {
+  if (view.dim() > 0) return view;
+  return TensorView(view.data(), view.dtype(), Shape{1}, Shape{1}, view.device());
+}
+
+void check_devices(const char* op, std::initializer_list<std::pair<const char*, const TensorView*>> tensors) {
+  const auto& [first_name, first] = *tensors.begin();
+  for (const auto& [name, tensor] : tensors) {
+    SCATTERX_CHECK(tensor->device() == first->device(), ArgumentError, op, "expected ", name, " on ",
+                   first_name, "'s device ", first->device().str(), ", got ", tensor->device().str());
+  }
+  SCATTERX_CHECK(first->device().is_cpu(), ArgumentError, op, "expected cpu tensors (this build of scatterx has ",
+                 "no CUDA backend), got ", first_name, " on ", first->device().str());
+}
+
+void check_index_dtype(const char* op, const char* name, const TensorView& index) {
+  SCATTERX_CHECK(is_index_dtype(index.dtype()), DTypeError, op, "expected ", name, " of dtype int32 or int64, got ",
+                 dtype_name(index.dtype()));
+}
+
+void check_same_dtype(const char* op, const char* name, const TensorView& tensor, const char* ref_name,
+                      const TensorView& ref) {
+  SCATTERX_CHECK(tensor.dtype() == ref.dtype(), DTypeError, op, "expected ", name, " to have the dtype of ",
+                 ref_name, " (", dtype_name(ref.dtype()), "), got ", dtype_name(tensor.dtype()));
+}
+
+void check_reduce_supported(const char* op, Reduce reduce, DType dtype) {
+  SCATTERX_CHECK(reduce_supported(reduce, dtype), DTypeError, op, "reduce '", reduce_name(reduce),
+                 "' is not supported for ", dtype_name(dtype), " tensors",
+                 is_complex(dtype) ? " (complex numbers have no order; use sum, prod or mean)"
+                                   : " (the mean of booleans is undefined)");
+}
+
+void check_no_internal_overlap(const char* op, const char* name, const TensorView& tensor) {
+  if (tensor.numel() <= 1) return;
+  // Sorting dims by |stride|, each must step past everything the smaller
+  // ones span; a layout that fails this shares elements or is too exotic to
+  // prove otherwise, and torch refuses both too.
+  int64_t order[kMaxDims];
+  int64_t n = 0;
+  for (int64_t d = 0; d < tensor.dim(); ++d) {
+    if (tensor.size(d) > 1) order[n++] = d;
+  }
+  auto abs_stride = [&](int64_t d) { return tensor.strides()[d] < 0 ? -tensor.strides()[d] : tensor.strides()[d]; };
+  std::sort(order, order + n, [&](int64_t a, int64_t b) { return abs_stride(a) < abs_stride(b); });
+  int64_t span = 1;  // elements covered by the dims sorted so far
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t d = order[i];
+    SCATTERX_CHECK(abs_stride(d) >= span, ArgumentError, op, "expected ", name,
+                   " to have no internal overlap (written in place, each element must be reachable from one ",
+                   "position only), got ", tensor.str());
+    span = abs_stride(d) * (tensor.size(d) - 1) + span;
+  }
+}
+
+void check_no_overlap(const char* op, const char* written_name, const TensorView& written, const char* read_name,
+                      const TensorView& read) {
+  if (written.numel() == 0 || read.numel() == 0) return;
+  const auto [w_lo, w_hi] = written.byte_range();
+  const auto [r_lo, r_hi] = read.byte_range();
+  SCATTERX_CHECK(w_hi <= r_lo || r_hi <= w_lo, ArgumentError, op, "expected ", written_name,
+                 " (written in place) not to overlap ", read_name, " in memory, got overlapping ", written.str(),
+                 " and ", read.str(), " (clone one of them first)");
+}
+
+namespace {
+
+template <typename I>
+[[noreturn]] void raise_first_bad_index(const char* op, const TensorView& index, int64_t dim, int64_t bound) {
+  const I* data = static_cast<const I*>(index.data());
+  const Shape& shape = index.sizes();
+  const int64_t n = index.numel();
+  const TensorView* views[1] = {&index};
+  const StridedLayout<1> layout = layout_of<1>(shape, views);
+  StridedCursor<1> cursor(layout, 0);
+  for (int64_t linear = 0; linear < n; ++linear, cursor.next()) {
+    const I v = data[cursor.offset(0)];
+    if (v < 0 || static_cast<int64_t>(v) >= bound) {
+      Shape position = shape;
+      int64_t rest = linear;
+      for (int64_t d = shape.size() - 1; d >= 0; --d) {
+        position[d] = rest % shape[d];
+        rest /= shape[d];
+      }
+      raise<IndexError>(op, "index ", static_cast<int64_t>(v), " is out of bounds for dimension ", dim,
+                        " with size ", bound, " (index position ", position.str(), ")");
+    }
+  }
+  raise<IndexError>(op, "index out of bounds for dimension ", dim, " with size ", bound);
+}
+
+}  // namespace
+
+void check_index_bounds(const char* op, const TensorView& index, int64_t dim, int64_t bound) {
+  if (index.numel() == 0) return;
+  dispatch_index_dtype(index.dtype(), op, [&](auto tag) {
+    using I = typename decltype(tag)::type;
+    const I* data = static_cast<const I*>(index.data());
+    const TensorView* views[1] = {&index};
+    const StridedLayout<1> layout = layout_of<1>(index.sizes(), views).collapsed();
+    // One contiguous run per row of the collapsed layout; min/max over it
+    // vectorizes. Only if a value is out of range is the slow search run.
+    const int64_t inner = layout.ndim > 0 ? layout.sizes[layout.ndim - 1] : 1;
+    const int64_t inner_stride = layout.ndim > 0 ? layout.strides[0][layout.ndim - 1] : 0;
+    StridedLayout<1> rows = layout;
+    rows.ndim = std::max(layout.ndim - 1, 0);
+    const int64_t nrows = rows.numel();
+    constexpr int64_t kPiece = 4096;  // rows are cut into pieces so a single long row still spreads over threads
+    const int64_t pieces_per_row = (inner + kPiece - 1) / kPiece;
+    const int64_t pieces = nrows * pieces_per_row;
+    int64_t lo = std::numeric_limits<int64_t>::max();
+    int64_t hi = std::numeric_limits<int64_t>::min();
+    const int nthreads = threads_for(nrows * inner, 1 << 16);
+#pragma omp parallel for num_threads(nthreads) schedule(static) reduction(min : lo) reduction(max : hi)
+    for (int64_t p = 0; p < pieces; ++p) {
+      int64_t off[1];
+      rows.offsets(p / pieces_per_row, off);
+      const int64_t begin = (p % pieces_per_row) * kPiece;
+      const int64_t end = std::min(inner, begin + kPiece);
+      const I* row = data + off[0];
+      I piece_lo = row[begin * inner_stride];
+      I piece_hi = piece_lo;
+      if (inner_stride == 1) {
+        for (int64_t j = begin; j < end; ++j) {
+          piece_lo = std::min(piece_lo, row[j]);
+          piece_hi = std::max(piece_hi, row[j]);
+        }
+      } else {
+        for (int64_t j = begin; j < end; ++j) {
+          piece_lo = std::min(piece_lo, row[j * inner_stride]);
+          piece_hi = std::max(piece_hi, row[j * inner_stride]);
+        }
+      }
+      lo = std::min<int64_t>(lo, piece_lo);
+      hi = std::max<int64_t>(hi, piece_hi);
+    }
+    if (lo < 0 || hi >= bound) raise_first_bad_index<I>(op, index, dim, bound);
+  });
+}
+
+}  // namespace scatterx::detail

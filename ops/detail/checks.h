@@ -1,0 +1,40 @@
+// Argument validation shared by every op. Each check throws the typed
+// scatterx error with "<op>: <argument> <expected>, got <received>" and does
+// nothing else; ops call them before any write.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <utility>
+
+#include "ops/reduce.h"
+#include "ops/tensor.h"
+
+namespace scatterx::detail {
+
+// dim in [-n, n) wrapped to [0, n), where n = max(ndim, 1) as torch treats 0-d tensors.
+int64_t wrap_dim(const char* op, int64_t dim, int64_t ndim);
+
+// A 0-d view as a 1-d view of one element; other views unchanged.
+TensorView at_least_1d(const TensorView& view);
+
+// All named tensors on one device, and that device has a backend here.
+void check_devices(const char* op, std::initializer_list<std::pair<const char*, const TensorView*>> tensors);
+
+void check_index_dtype(const char* op, const char* name, const TensorView& index);
+void check_same_dtype(const char* op, const char* name, const TensorView& tensor, const char* ref_name,
+                      const TensorView& ref);
+void check_reduce_supported(const char* op, Reduce reduce, DType dtype);
+
+// `name` (written in place) has no two positions sharing an element.
+void check_no_internal_overlap(const char* op, const char* name, const TensorView& tensor);
+// The memory `written` touches is disjoint from what `read` touches.
+void check_no_overlap(const char* op, const char* written_name, const TensorView& written, const char* read_name,
+                      const TensorView& read);
+
+// Every value of `index` lies in [0, bound), bound being the size of
+// dimension `dim` of the indexed tensor. Raises IndexError naming the first
+// bad value (row-major) and its position in `index`.
+void check_index_bounds(const char* op, const TensorView& index, int64_t dim, int64_t bound);
+
+}  // namespace scatterx::detail

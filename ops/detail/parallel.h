@@ -1,0 +1,96 @@
+// OpenMP helpers for the CPU backend. Thread count comes from OpenMP
+// (OMP_NUM_THREADS, omp_set_num_threads). No result in scatterx depends on
+// how work is split, so these may split however is fastest.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+
+namespace scatterx::detail {
+
+// Threads worth using for n items when each thread should get >= grain.
+inline int threads_for(int64_t n, int64_t grain) {
+  if (omp_in_parallel()) return 1;
+  const int64_t useful = std::max<int64_t>(1, n / std::max<int64_t>(grain, 1));
+  return static_cast<int>(std::min<int64_t>(omp_get_max_threads(), useful));
+}
+
+// Calls f(begin, end) on contiguous pieces of [0, n), one per thread.
+template <typename F>
+void parallel_for(int64_t n, int64_t grain, const F& f) {
+  if (n <= 0) return;
+  const int nthreads = threads_for(n, grain);
+  if (nthreads <= 1) {
+    f(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel num_threads(nthreads)
+  {
+    const int64_t nt = omp_get_num_threads();
+    const int64_t t = omp_get_thread_num();
+    const int64_t chunk = (n + nt - 1) / nt;
+    const int64_t begin = std::min(n, t * chunk);
+    const int64_t end = std::min(n, begin + chunk);
+    if (begin < end) f(begin, end);
+  }
+}
+
+// Calls f(begin, end) on pieces of `grain` items handed to whichever thread
+// is free: for work whose cost per item is skewed (power-law segments).
+template <typename F>
+void parallel_for_dynamic(int64_t n, int64_t grain, const F& f) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  const int64_t pieces = (n + grain - 1) / grain;
+  const int nthreads = threads_for(pieces, 1);
+  if (nthreads <= 1) {
+    f(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+  for (int64_t p = 0; p < pieces; ++p) f(p * grain, std::min(n, (p + 1) * grain));
+}
+
+// An uninitialized array of trivially constructible T (no zero-fill cost).
+template <typename T>
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(int64_t n) : data_(n > 0 ? new T[n] : nullptr), size_(n) {}
+  T* data() { return data_.get(); }
+  const T* data() const { return data_.get(); }
+  T& operator[](int64_t i) { return data_[i]; }
+  const T& operator[](int64_t i) const { return data_[i]; }
+  int64_t size() const { return size_; }
+
+ private:
+  std::unique_ptr<T[]> data_;
+  int64_t size_ = 0;
+};
+
+}  // namespace scatterx::detail
+
+namespace scatterx::detail {
+
+// Like parallel_for, but f(piece, begin, end) also gets its piece number in
+// [0, pieces_for(n, grain)), so per-piece scratch can be allocated up front
+// (nothing may throw inside an OpenMP region).
+inline int64_t pieces_for(int64_t n, int64_t grain) { return threads_for(n, grain); }
+
+template <typename F>
+void parallel_pieces(int64_t n, int64_t grain, const F& f) {
+  if (n <= 0) return;
+  const int64_t pieces = pieces_for(n, grain);
+  const int64_t chunk = (n + pieces - 1) / pieces;
+#pragma omp parallel for num_threads(static_cast<int>(pieces)) schedule(static, 1) if (pieces > 1)
+  for (int64_t p = 0; p < pieces; ++p) {
+    const int64_t begin = std::min(n, p * chunk);
+    const int64_t end = std::min(n, begin + chunk);
+    if (begin < end) f(p, begin, end);
+  }
+}
+
+}  // namespace scatterx::detail

@@ -1,0 +1,25 @@
+// Grouping index positions by the target they hit: the sorted fast path of
+// slice-wise scatter (GNN aggregation, index_add) reduces each group in one
+// thread, so no two threads write one destination and no atomics are used.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/detail/parallel.h"
+
+namespace scatterx::detail {
+
+struct TargetGroups {
+  int64_t num_groups = 0;
+  Buffer<int64_t> target;   // [num_groups] distinct targets, ascending
+  Buffer<int64_t> offsets;  // [num_groups + 1] group g is order[offsets[g], offsets[g+1])
+  Buffer<int64_t> order;    // [count] positions, grouped by target, ascending within a group
+};
+
+// Groups positions 0..count-1 by values[p * stride], which must already be
+// checked to lie in [0, num_targets). Stable (positions keep index order
+// inside a group) and deterministic; parallel LSD radix sort.
+template <typename I>
+TargetGroups group_by_target(const I* values, int64_t stride, int64_t count, int64_t num_targets);
+
+}  // namespace scatterx::detail

@@ -1,0 +1,68 @@
+// Runtime-to-compile-time dispatch, written once for every op and backend.
+//
+//   dispatch_dtype(dtype, op, [&](auto tag) { using T = typename decltype(tag)::type; ... });
+//   dispatch_index_dtype(index_dtype, op, [&](auto tag) { using I = ...; });
+//   dispatch_reduce(reduce, [&](auto r) { constexpr Reduce R = decltype(r)::value; });
+#pragma once
+
+#include <type_traits>
+
+#include "ops/dtype.h"
+#include "ops/error.h"
+#include "ops/reduce.h"
+
+namespace scatterx {
+
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+template <DType D>
+using DTypeTag = std::integral_constant<DType, D>;
+
+template <Reduce R>
+using ReduceTag = std::integral_constant<Reduce, R>;
+
+// Calls f(DTypeTag<D>{}) for the runtime dtype; f can name the storage type
+// as CppType<decltype(tag)::value>.
+template <typename F>
+decltype(auto) dispatch_dtype(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+#define SCATTERX_DISPATCH_CASE(name, type, str) \
+  case DType::name:                             \
+    return f(DTypeTag<DType::name>{});
+    SCATTERX_FORALL_DTYPES(SCATTERX_DISPATCH_CASE)
+#undef SCATTERX_DISPATCH_CASE
+  }
+  detail::raise<DTypeError>(op, "unknown dtype code ", static_cast<int>(dtype));
+}
+
+// Calls f(TypeTag<int32_t>{}) or f(TypeTag<int64_t>{}).
+template <typename F>
+decltype(auto) dispatch_index_dtype(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::Int32:
+      return f(TypeTag<int32_t>{});
+    case DType::Int64:
+      return f(TypeTag<int64_t>{});
+    default:
+      break;
+  }
+  detail::raise<DTypeError>(op, "expected index of dtype int32 or int64, got ", dtype_name(dtype));
+}
+
+// Calls f(ReduceTag<R>{}).
+template <typename F>
+decltype(auto) dispatch_reduce(Reduce reduce, F&& f) {
+  switch (reduce) {
+#define SCATTERX_DISPATCH_REDUCE(name, str) \
+  case Reduce::name:                        \
+    return f(ReduceTag<Reduce::name>{});
+    SCATTERX_FORALL_REDUCES(SCATTERX_DISPATCH_REDUCE)
+#undef SCATTERX_DISPATCH_REDUCE
+  }
+  detail::raise<ArgumentError>("dispatch_reduce", "unknown reduce code ", static_cast<int>(reduce));
+}
+
+}  // namespace scatterx

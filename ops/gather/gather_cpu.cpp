@@ -1,0 +1,136 @@
+// CPU gather kernels. Gather only moves values, so the kernels are
+// instantiated per element size, not per dtype.
+#include <algorithm>
+#include <cstring>
+
+#include "ops/detail/bytes.h"
+#include "ops/detail/index_geometry.h"
+#include "ops/detail/parallel.h"
+#include "ops/dispatch.h"
+#include "ops/gather/gather_kernel.h"
+
+namespace scatterx::detail {
+
+namespace {
+
+constexpr int64_t kCopyBytesPerPiece = int64_t{1} << 16;
+
+template <typename E, typename I>
+class CpuGather {
+ public:
+  CpuGather(const GatherArgs& args, const IndexGeometry& geometry)
+      : g_(geometry),
+        out_(static_cast<E*>(args.out.data())),
+        in_(static_cast<const E*>(args.input.data())),
+        index_(static_cast<const I*>(args.index.data())) {}
+
+  void run() const {
+    if (!g_.slice_index) {
+      run_general();
+    } else if (g_.row_len == 1) {
+      run_elements();
+    } else {
+      run_rows();
+    }
+  }
+
+ private:
+  // index_select-like with rows: each position copies one row.
+  void run_rows() const {
+    const int64_t row_bytes = g_.row_len * int64_t{sizeof(E)};
+    const bool contiguous = g_.row_stride[0] == 1 && g_.row_stride[1] == 1;
+    const int64_t grain = std::max<int64_t>(1, kCopyBytesPerPiece / row_bytes);
+    parallel_for(g_.outer_numel * g_.k, grain, [&](int64_t begin, int64_t end) {
+      int64_t cached_outer = -1;
+      int64_t off[3] = {};
+      constexpr int64_t kAhead = 4;  // source rows are at random addresses: fetch a few ahead
+      for (int64_t u = begin; u < end; ++u) {
+        const int64_t o = u / g_.k;
+        const int64_t i = u % g_.k;
+        if (o != cached_outer) {
+          g_.outer.offsets(o, off);
+          cached_outer = o;
+        }
+        if (contiguous && i + kAhead < g_.k && u + kAhead < end) {
+          prefetch_row(in_ + off[0] + source_row(i + kAhead), row_bytes);
+        }
+        E* dst = out_ + off[1] + i * g_.dim_stride[1];
+        const E* src = in_ + off[0] + source_row(i);
+        if (contiguous) {
+          std::memcpy(dst, src, static_cast<size_t>(row_bytes));
+        } else {
+          for (int64_t j = 0; j < g_.row_len; ++j) dst[j * g_.row_stride[1]] = src[j * g_.row_stride[0]];
+        }
+      }
+    });
+  }
+
+  SCATTERX_INLINE int64_t source_row(int64_t i) const {
+    return static_cast<int64_t>(index_[i * g_.dim_stride[2]]) * g_.dim_stride[0];
+  }
+
+  // index_select along the innermost dim, or a 1-d gather: element by element.
+  void run_elements() const {
+    parallel_for(g_.outer_numel * g_.k, kCopyBytesPerPiece / int64_t{sizeof(E)}, [&](int64_t begin, int64_t end) {
+      int64_t off[3];
+      for (int64_t u = begin; u < end;) {
+        const int64_t o = u / g_.k;
+        g_.outer.offsets(o, off);
+        const int64_t stop = std::min(end, (o + 1) * g_.k);
+        E* dst = out_ + off[1];
+        const E* src = in_ + off[0];
+        for (int64_t i = u - o * g_.k; u < stop; ++u, ++i) dst[i * g_.dim_stride[1]] = src[source_row(i)];
+      }
+    });
+  }
+
+  // A general index: every position reads its own index value.
+  void run_general() const {
+    const int64_t want_units = 4 * static_cast<int64_t>(omp_get_max_threads());
+    int64_t chunk = g_.row_len;
+    if (g_.outer_numel < want_units && g_.row_len > 64) {
+      chunk = std::max<int64_t>(64, (g_.row_len * g_.outer_numel + want_units - 1) / want_units);
+    }
+    const int64_t chunks_per_row = (g_.row_len + chunk - 1) / chunk;
+    const int64_t grain = std::max<int64_t>(1, kCopyBytesPerPiece / std::max<int64_t>(1, g_.k * chunk));
+    parallel_for(g_.outer_numel * chunks_per_row, grain, [&](int64_t begin, int64_t end) {
+      int64_t off[3];
+      for (int64_t u = begin; u < end; ++u) {
+        g_.outer.offsets(u / chunks_per_row, off);
+        const int64_t j0 = (u % chunks_per_row) * chunk;
+        const int64_t len = std::min(chunk, g_.row_len - j0);
+        E* dst = out_ + off[1] + j0 * g_.row_stride[1];
+        const E* src = in_ + off[0] + j0 * g_.row_stride[0];
+        const I* idx = index_ + off[2] + j0 * g_.row_stride[2];
+        for (int64_t i = 0; i < g_.k; ++i) {
+          const I* ix = idx + i * g_.dim_stride[2];
+          E* d = dst + i * g_.dim_stride[1];
+          for (int64_t j = 0; j < len; ++j) {
+            d[j * g_.row_stride[1]] =
+                src[static_cast<int64_t>(ix[j * g_.row_stride[2]]) * g_.dim_stride[0] + j * g_.row_stride[0]];
+          }
+        }
+      }
+    });
+  }
+
+  const IndexGeometry& g_;
+  E* out_;
+  const E* in_;
+  const I* index_;
+};
+
+}  // namespace
+
+void gather_cpu(const GatherArgs& args) {
+  // input is the indexed tensor, out the positional one (see index_geometry.h)
+  const IndexGeometry geometry = make_index_geometry(args.input, args.out, args.index, args.dim);
+  dispatch_element_size(args.out.element_size(), args.op, [&](auto element) {
+    using E = decltype(element);
+    dispatch_index_dtype(args.index.dtype(), args.op, [&](auto index_tag) {
+      CpuGather<E, typename std::decay_t<decltype(index_tag)>::type>(args, geometry).run();
+    });
+  });
+}
+
+}  // namespace scatterx::detail

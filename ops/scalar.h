@@ -1,0 +1,67 @@
+// A number passed by value (scatter_'s value, index_add_'s alpha), converted
+// to the tensor's dtype the way torch converts Python numbers.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "ops/dtype.h"
+#include "ops/error.h"
+
+namespace scatterx {
+
+class Scalar {
+ public:
+  enum class Kind : uint8_t { Bool, Int, Float, Complex };
+
+  Scalar() : Scalar(int64_t{0}) {}
+  Scalar(bool v) : kind_(Kind::Bool), int_(v ? 1 : 0), real_(v ? 1.0 : 0.0) {}  // NOLINT
+  template <typename I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  Scalar(I v) : kind_(Kind::Int), int_(static_cast<int64_t>(v)), real_(static_cast<double>(v)) {}  // NOLINT
+  Scalar(double v) : kind_(Kind::Float), real_(v) {}  // NOLINT
+  Scalar(float v) : Scalar(static_cast<double>(v)) {}  // NOLINT
+  Scalar(Complex<double> v) : kind_(Kind::Complex), real_(v.re), imag_(v.im) {}  // NOLINT
+
+  Kind kind() const { return kind_; }
+  bool is_complex() const { return kind_ == Kind::Complex; }
+  bool is_floating_point() const { return kind_ == Kind::Float; }
+  bool is_integral() const { return kind_ == Kind::Int || kind_ == Kind::Bool; }
+  bool is_bool() const { return kind_ == Kind::Bool; }
+  double real() const { return real_; }
+  double imag() const { return imag_; }
+  int64_t as_int() const { return kind_ == Kind::Int || kind_ == Kind::Bool ? int_ : static_cast<int64_t>(real_); }
+
+  // Value converted to T: floating to integer truncates toward zero, any
+  // nonzero to bool is true, and a complex with a nonzero imaginary part is
+  // refused for non-complex T.
+  template <typename T>
+  T to(const char* op, const char* argument) const {
+    if constexpr (std::is_same_v<T, Complex<float>> || std::is_same_v<T, Complex<double>>) {
+      using Part = decltype(T{}.re);
+      return T(static_cast<Part>(real_), static_cast<Part>(imag_));
+    } else {
+      SCATTERX_CHECK(imag_ == 0.0, ArgumentError, op, argument, " must be real for a ", dtype_name(dtype_of<T>()),
+                     " tensor, got (", real_, "+", imag_, "j)");
+      if constexpr (std::is_same_v<T, bool>) {
+        return kind_ == Kind::Int || kind_ == Kind::Bool ? int_ != 0 : real_ != 0.0;
+      } else if constexpr (std::is_integral_v<T>) {
+        return static_cast<T>(as_int());
+      } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+        return T(static_cast<float>(real_));
+      } else {
+        return static_cast<T>(kind_ == Kind::Int ? static_cast<T>(int_) : static_cast<T>(real_));
+      }
+    }
+  }
+
+  // "3", "2.5", "true", "(1+2j)"
+  std::string str() const;
+
+ private:
+  Kind kind_;
+  int64_t int_ = 0;
+  double real_ = 0.0;
+  double imag_ = 0.0;
+};
+
+}  // namespace scatterx

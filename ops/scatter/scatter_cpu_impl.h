@@ -1,0 +1,240 @@
+// CPU scatter kernels, templated on (element type, index type, reduce).
+// Included only by the generated per-dtype instantiation files.
+//
+// Three strategies, all producing exactly the fold that reduce_ops.h
+// defines (each destination folded by one thread, in index order), so the
+// choice never changes a bit of the result:
+//  - grouped: the index is slice-wise (index_add, index_reduce, broadcast
+//    index) and rows are long, or the fold needs an accumulator (16-bit
+//    floats, mean). Positions are radix-sorted by target once; each
+//    (target, row chunk) is then folded by one thread in a stack
+//    accumulator over contiguous rows. No atomics, no contention.
+//  - direct: the fold can run in self itself (no widening, no count).
+//    Threads own disjoint chunks of the row dim and walk the index in order.
+//  - sorted lines: general index needing an accumulator. Each line along
+//    dim is sorted by target, then folded group by group.
+#pragma once
+
+#include <algorithm>
+#include <type_traits>
+#include <utility>
+
+#include "ops/detail/index_geometry.h"
+#include "ops/detail/parallel.h"
+#include "ops/detail/segments.h"
+#include "ops/dispatch.h"
+#include "ops/reduce_ops.h"
+#include "ops/scatter/scatter_kernel.h"
+
+namespace scatterx::detail {
+
+// Slice-wise scatters with rows at least this long take the grouped path
+// even when the direct one would do: reducing whole rows per target beats
+// read-modify-writing random destination rows, and it spreads over threads.
+constexpr int64_t kMinGroupedRow = 16;
+// Elements of a row one work unit folds at once (its accumulator is on the stack).
+constexpr int64_t kRowChunk = 256;
+// Element folds per piece of work handed to a thread.
+constexpr int64_t kFoldsPerPiece = int64_t{1} << 14;
+
+template <typename T, typename I, Reduce R>
+class CpuScatter {
+ public:
+  using A = acc_t<T>;
+  using Op = ReduceOp<R, A>;
+  static constexpr bool kDirect = std::is_same_v<A, T> && !kNeedsCount<R>;
+
+  CpuScatter(const ScatterArgs& args, const IndexGeometry& geometry)
+      : g_(geometry),
+        self_(static_cast<T*>(args.self.data())),
+        src_(static_cast<const T*>(args.src.data())),
+        index_(static_cast<const I*>(args.index.data())),
+        num_targets_(args.self.size(args.dim)),
+        include_self_(args.include_self),
+        scaled_(R == Reduce::Sum && args.scaled) {
+    if (scaled_) alpha_ = args.alpha.to<A>(args.op, "alpha");
+  }
+
+  void run() const {
+    if (g_.slice_index && (g_.row_len >= kMinGroupedRow || !kDirect)) {
+      run_grouped();
+    } else if constexpr (kDirect) {
+      run_direct();
+    } else {
+      run_sorted_lines();
+    }
+  }
+
+ private:
+  template <bool kScaled>
+  SCATTERX_INLINE A value(const T& v) const {
+    if constexpr (kScaled) {
+      return arith::mul(static_cast<A>(v), alpha_);
+    } else {
+      return static_cast<A>(v);
+    }
+  }
+
+  SCATTERX_INLINE A start(const T& current) const { return include_self_ ? static_cast<A>(current) : Op::identity(); }
+
+  // ---- grouped --------------------------------------------------------------
+  void run_grouped() const {
+    const TargetGroups groups = group_by_target(index_, g_.dim_stride[2], g_.k, num_targets_);
+    const int64_t chunk = std::min(g_.row_len, kRowChunk);
+    const int64_t chunks_per_row = (g_.row_len + chunk - 1) / chunk;
+    const int64_t units_per_outer = groups.num_groups * chunks_per_row;
+    const int64_t mean_group = std::max<int64_t>(1, g_.k / std::max<int64_t>(groups.num_groups, 1));
+    const int64_t grain = std::max<int64_t>(1, kFoldsPerPiece / (chunk * mean_group));
+    const bool unit_rows = g_.row_stride[0] == 1 && g_.row_stride[1] == 1;
+    parallel_for_dynamic(g_.outer_numel * units_per_outer, grain, [&](int64_t begin, int64_t end) {
+      int64_t cached_outer = -1;
+      int64_t off[3] = {};
+      for (int64_t u = begin; u < end; ++u) {
+        const int64_t o = u / units_per_outer;
+        const int64_t group = (u % units_per_outer) / chunks_per_row;
+        const int64_t j0 = (u % chunks_per_row) * chunk;
+        if (o != cached_outer) {
+          g_.outer.offsets(o, off);
+          cached_outer = o;
+        }
+        T* dst = self_ + off[0] + groups.target[group] * g_.dim_stride[0] + j0 * g_.row_stride[0];
+        const T* src = src_ + off[1] + j0 * g_.row_stride[1];
+        const int64_t first = groups.offsets[group];
+        const int64_t n = groups.offsets[group + 1] - first;
+        const int64_t len = std::min(chunk, g_.row_len - j0);
+        const int64_t* pos = groups.order.data() + first;
+        if (unit_rows) {
+          scaled_ ? fold_group<true, true>(dst, src, pos, n, len) : fold_group<true, false>(dst, src, pos, n, len);
+        } else {
+          scaled_ ? fold_group<false, true>(dst, src, pos, n, len) : fold_group<false, false>(dst, src, pos, n, len);
+        }
+      }
+    });
+  }
+
+  template <bool kUnitStride, bool kScaled>
+  void fold_group(T* dst, const T* src, const int64_t* pos, int64_t n, int64_t len) const {
+    const int64_t ds = kUnitStride ? 1 : g_.row_stride[0];
+    const int64_t ss = kUnitStride ? 1 : g_.row_stride[1];
+    const int64_t step = g_.dim_stride[1];
+    A acc[kRowChunk];
+    for (int64_t j = 0; j < len; ++j) acc[j] = start(dst[j * ds]);
+    constexpr int64_t kAhead = 4;  // rows are at random addresses: fetch a few ahead
+    for (int64_t p = 0; p < n; ++p) {
+      if (kUnitStride && p + kAhead < n) prefetch_row(src + pos[p + kAhead] * step, len * int64_t{sizeof(T)});
+      const T* row = src + pos[p] * step;
+      for (int64_t j = 0; j < len; ++j) acc[j] = Op::combine(acc[j], value<kScaled>(row[j * ss]));
+    }
+    const int64_t count = n + (include_self_ ? 1 : 0);
+    for (int64_t j = 0; j < len; ++j) dst[j * ds] = static_cast<T>(Op::finalize(acc[j], count));
+  }
+
+  // ---- direct ---------------------------------------------------------------
+  void run_direct() const {
+    // Cut the row dim too, so that a single outer position (a 2-d scatter
+    // along dim 0) still spreads over threads; each chunk owns its targets.
+    const int64_t want_units = 4 * static_cast<int64_t>(omp_get_max_threads());
+    int64_t chunk = g_.row_len;
+    if (g_.outer_numel < want_units && g_.row_len > 16) {
+      chunk = std::max<int64_t>(16, (g_.row_len * g_.outer_numel + want_units - 1) / want_units);
+    }
+    const int64_t chunks_per_row = (g_.row_len + chunk - 1) / chunk;
+    const int64_t grain = std::max<int64_t>(1, kFoldsPerPiece / std::max<int64_t>(1, g_.k * chunk));
+    parallel_for(g_.outer_numel * chunks_per_row, grain, [&](int64_t begin, int64_t end) {
+      int64_t off[3];
+      for (int64_t u = begin; u < end; ++u) {
+        g_.outer.offsets(u / chunks_per_row, off);
+        const int64_t j0 = (u % chunks_per_row) * chunk;
+        const int64_t len = std::min(chunk, g_.row_len - j0);
+        T* dst = self_ + off[0] + j0 * g_.row_stride[0];
+        const T* src = src_ + off[1] + j0 * g_.row_stride[1];
+        const I* idx = index_ + off[2] + j0 * g_.row_stride[2];
+        if (!include_self_ && R != Reduce::None) {
+          for (int64_t i = 0; i < g_.k; ++i) {
+            for (int64_t j = 0; j < len; ++j) *target(dst, idx, i, j) = Op::identity();
+          }
+        }
+        scaled_ ? direct_fold<true>(dst, src, idx, len) : direct_fold<false>(dst, src, idx, len);
+      }
+    });
+  }
+
+  SCATTERX_INLINE T* target(T* dst, const I* idx, int64_t i, int64_t j) const {
+    const int64_t t = static_cast<int64_t>(idx[i * g_.dim_stride[2] + j * g_.row_stride[2]]);
+    return dst + t * g_.dim_stride[0] + j * g_.row_stride[0];
+  }
+
+  template <bool kScaled>
+  void direct_fold(T* dst, const T* src, const I* idx, int64_t len) const {
+    for (int64_t i = 0; i < g_.k; ++i) {
+      const T* s = src + i * g_.dim_stride[1];
+      for (int64_t j = 0; j < len; ++j) {
+        T* d = target(dst, idx, i, j);
+        *d = Op::combine(*d, value<kScaled>(s[j * g_.row_stride[1]]));
+      }
+    }
+  }
+
+  // ---- sorted lines -----------------------------------------------------------
+  void run_sorted_lines() const {
+    const int64_t lines = g_.outer_numel * g_.row_len;
+    const int64_t grain = std::max<int64_t>(1, kFoldsPerPiece / std::max<int64_t>(1, g_.k));
+    Buffer<std::pair<int64_t, int64_t>> hits(pieces_for(lines, grain) * g_.k);
+    parallel_pieces(lines, grain, [&](int64_t piece, int64_t begin, int64_t end) {
+      std::pair<int64_t, int64_t>* line_hits = hits.data() + piece * g_.k;
+      int64_t off[3];
+      for (int64_t line = begin; line < end; ++line) {
+        g_.outer.offsets(line / g_.row_len, off);
+        const int64_t j = line % g_.row_len;
+        T* dst = self_ + off[0] + j * g_.row_stride[0];
+        const T* src = src_ + off[1] + j * g_.row_stride[1];
+        const I* idx = index_ + off[2] + j * g_.row_stride[2];
+        for (int64_t i = 0; i < g_.k; ++i) line_hits[i] = {static_cast<int64_t>(idx[i * g_.dim_stride[2]]), i};
+        std::sort(line_hits, line_hits + g_.k);  // (target, position): index order within a target
+        scaled_ ? fold_line<true>(dst, src, line_hits) : fold_line<false>(dst, src, line_hits);
+      }
+    });
+  }
+
+  template <bool kScaled>
+  void fold_line(T* dst, const T* src, const std::pair<int64_t, int64_t>* line_hits) const {
+    for (int64_t a = 0; a < g_.k;) {
+      const int64_t t = line_hits[a].first;
+      T* d = dst + t * g_.dim_stride[0];
+      A acc = start(*d);
+      int64_t b = a;
+      for (; b < g_.k && line_hits[b].first == t; ++b) {
+        acc = Op::combine(acc, value<kScaled>(src[line_hits[b].second * g_.dim_stride[1]]));
+      }
+      *d = static_cast<T>(Op::finalize(acc, (b - a) + (include_self_ ? 1 : 0)));
+      a = b;
+    }
+  }
+
+  const IndexGeometry& g_;
+  T* self_;
+  const T* src_;
+  const I* index_;
+  int64_t num_targets_;
+  bool include_self_;
+  bool scaled_;
+  A alpha_{};
+};
+
+template <DType D>
+void scatter_cpu_dtype(const ScatterArgs& args, const IndexGeometry& geometry) {
+  using T = CppType<D>;
+  dispatch_index_dtype(args.index.dtype(), args.op, [&](auto index_tag) {
+    using I = typename std::decay_t<decltype(index_tag)>::type;
+    dispatch_reduce(args.reduce, [&](auto reduce_tag) {
+      constexpr Reduce R = decltype(reduce_tag)::value;
+      if constexpr (reduce_supported(R, D)) {
+        CpuScatter<T, I, R>(args, geometry).run();
+      } else {
+        raise<DTypeError>(args.op, "reduce '", reduce_name(R), "' is not supported for ", dtype_name(D), " tensors");
+      }
+    });
+  });
+}
+
+}  // namespace scatterx::detail

@@ -1,0 +1,33 @@
+// Internal: what the scatter front end (scatter.cpp) hands to a backend
+// after validation. Kernels trust these arguments completely.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/detail/index_geometry.h"
+#include "ops/dtype.h"
+#include "ops/reduce.h"
+#include "ops/scalar.h"
+#include "ops/tensor.h"
+
+namespace scatterx::detail {
+
+struct ScatterArgs {
+  const char* op = "";
+  TensorView self;   // written in place; rank >= 1
+  TensorView index;  // self's rank, values in [0, self.size(dim)); slice-wise ops pass it expanded (stride 0 off dim)
+  TensorView src;    // index's rank, no smaller than index; a scalar value is one element with zero strides
+  int64_t dim = 0;
+  Reduce reduce = Reduce::None;
+  bool include_self = true;
+  bool scaled = false;  // src is multiplied by alpha (index_add_ with alpha != 1; Reduce::Sum only)
+  Scalar alpha;
+};
+
+void scatter_cpu(const ScatterArgs& args);
+
+// Per-dtype entry points, one explicit instantiation per generated file.
+template <DType D>
+void scatter_cpu_dtype(const ScatterArgs& args, const IndexGeometry& geometry);
+
+}  // namespace scatterx::detail

@@ -1,0 +1,12 @@
+// scatterx: tensor-indexing kernels (gather, scatter, index ops) with
+// PyTorch's semantics. Include this one header for the whole local API.
+#pragma once
+
+#include "ops/dtype.h"
+#include "ops/error.h"
+#include "ops/gather/gather.h"
+#include "ops/reduce.h"
+#include "ops/scalar.h"
+#include "ops/scatter/scatter.h"
+#include "ops/tensor.h"
+#include "ops/version.h"
