@@ -1,5 +1,7 @@
 #include "ops/tensor.h"
 
+#include "ops/detail/memory.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -243,12 +245,9 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   const int64_t esize = scatterx::element_size(dtype);
   SCATTERX_CHECK(numel <= (std::numeric_limits<int64_t>::max() - 64) / esize, ArgumentError, "Tensor::empty",
                  "size of ", shape.str(), " x ", esize, " bytes overflows int64");
-  constexpr size_t kAlign = 64;
-  const size_t bytes = std::max<size_t>(kAlign, (static_cast<size_t>(numel * esize) + kAlign - 1) / kAlign * kAlign);
-  void* memory = std::aligned_alloc(kAlign, bytes);
-  if (memory == nullptr) throw std::bad_alloc();
+  void* memory = detail::host_allocate(static_cast<size_t>(numel * esize));
   Tensor out;
-  out.storage_ = std::shared_ptr<void>(memory, [](void* p) { std::free(p); });
+  out.storage_ = std::shared_ptr<void>(memory, [](void* p) { detail::host_free(p); });
   static_cast<TensorView&>(out) = TensorView(memory, dtype, shape);
   return out;
 }

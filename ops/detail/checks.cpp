@@ -115,8 +115,12 @@ void check_index_bounds(const char* op, const TensorView& index, int64_t dim, in
   dispatch_index_dtype(index.dtype(), op, [&](auto tag) {
     using I = typename decltype(tag)::type;
     const I* data = static_cast<const I*>(index.data());
-    const TensorView* views[1] = {&index};
-    const StridedLayout<1> layout = layout_of<1>(index.sizes(), views).collapsed();
+    // Dims of stride 0 repeat the same values (an expanded index): skip them.
+    StridedLayout<1> distinct;
+    for (int64_t d = 0; d < index.dim(); ++d) {
+      if (index.strides()[d] != 0) distinct.push(index.sizes()[d], {index.strides()[d]});
+    }
+    const StridedLayout<1> layout = distinct.collapsed();
     // One contiguous run per row of the collapsed layout; min/max over it
     // vectorizes. Only if a value is out of range is the slow search run.
     const int64_t inner = layout.ndim > 0 ? layout.sizes[layout.ndim - 1] : 1;

@@ -7,7 +7,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "ops/detail/memory.h"
 
 namespace scatterx::detail {
 
@@ -54,21 +57,46 @@ void parallel_for_dynamic(int64_t n, int64_t grain, const F& f) {
   for (int64_t p = 0; p < pieces; ++p) f(p * grain, std::min(n, (p + 1) * grain));
 }
 
-// An uninitialized array of trivially constructible T (no zero-fill cost).
+// An uninitialized array of trivially copyable T in recycled scratch memory
+// (no zero-fill, and usually no page faults).
 template <typename T>
 class Buffer {
+  static_assert(std::is_trivially_copyable_v<T>, "Buffer holds plain data");
+
  public:
   Buffer() = default;
-  explicit Buffer(int64_t n) : data_(n > 0 ? new T[n] : nullptr), size_(n) {}
-  T* data() { return data_.get(); }
-  const T* data() const { return data_.get(); }
+  explicit Buffer(int64_t n) : size_(n) {
+    if (n > 0) {
+      auto [p, capacity] = scratch_acquire(static_cast<size_t>(n) * sizeof(T));
+      data_ = static_cast<T*>(p);
+      capacity_ = capacity;
+    }
+  }
+  Buffer(Buffer&& o) noexcept { swap(o); }
+  Buffer& operator=(Buffer&& o) noexcept {
+    Buffer(std::move(o)).swap(*this);
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { scratch_release(data_, capacity_); }
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
   T& operator[](int64_t i) { return data_[i]; }
   const T& operator[](int64_t i) const { return data_[i]; }
   int64_t size() const { return size_; }
 
  private:
-  std::unique_ptr<T[]> data_;
+  void swap(Buffer& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    std::swap(capacity_, o.capacity_);
+  }
+
+  T* data_ = nullptr;
   int64_t size_ = 0;
+  size_t capacity_ = 0;
 };
 
 }  // namespace scatterx::detail

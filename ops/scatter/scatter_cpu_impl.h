@@ -11,13 +11,17 @@
 //    accumulator over contiguous rows. No atomics, no contention.
 //  - direct: the fold can run in self itself (no widening, no count).
 //    Threads own disjoint chunks of the row dim and walk the index in order.
-//  - sorted lines: general index needing an accumulator. Each line along
-//    dim is sorted by target, then folded group by group.
+//  - shadow: general index needing an accumulator, with few targets per
+//    position (self.size(dim) <= 8 * index.size(dim)). Each work unit folds
+//    in order into a scratch copy of its destination columns, with hit
+//    counts, and writes back the positions that were hit.
+//  - sorted lines: the same with many targets per position. Each line
+//    along dim is sorted by target, then folded group by group.
 #pragma once
 
 #include <algorithm>
+#include <limits>
 #include <type_traits>
-#include <utility>
 
 #include "ops/detail/index_geometry.h"
 #include "ops/detail/parallel.h"
@@ -36,6 +40,16 @@ constexpr int64_t kMinGroupedRow = 16;
 constexpr int64_t kRowChunk = 256;
 // Element folds per piece of work handed to a thread.
 constexpr int64_t kFoldsPerPiece = int64_t{1} << 14;
+
+// Scratch one shadow work unit may use (accumulators and hit counts).
+constexpr int64_t kShadowBytes = int64_t{4} << 20;
+
+// One position of a line, ordered by (target, position).
+struct LineHit {
+  int64_t target;
+  int64_t position;
+  bool operator<(const LineHit& o) const { return target < o.target || (target == o.target && position < o.position); }
+};
 
 template <typename T, typename I, Reduce R>
 class CpuScatter {
@@ -60,6 +74,8 @@ class CpuScatter {
       run_grouped();
     } else if constexpr (kDirect) {
       run_direct();
+    } else if (shadow_fits()) {
+      run_shadow();
     } else {
       run_sorted_lines();
     }
@@ -175,13 +191,77 @@ class CpuScatter {
     }
   }
 
+  // ---- shadow -----------------------------------------------------------------
+  int64_t shadow_bytes_per_column() const { return num_targets_ * int64_t{sizeof(A) + sizeof(uint32_t)}; }
+
+  bool shadow_fits() const {
+    return num_targets_ <= 8 * g_.k && shadow_bytes_per_column() <= kShadowBytes &&
+           g_.k < int64_t{std::numeric_limits<uint32_t>::max()};
+  }
+
+  void run_shadow() const {
+    const int64_t targets = num_targets_;
+    const int64_t want_units = 4 * static_cast<int64_t>(omp_get_max_threads());
+    int64_t chunk = std::min(g_.row_len, kShadowBytes / shadow_bytes_per_column());
+    chunk = std::max<int64_t>(1, std::min(chunk, (g_.row_len * g_.outer_numel + want_units - 1) / want_units));
+    const int64_t chunks_per_row = (g_.row_len + chunk - 1) / chunk;
+    const int64_t units = g_.outer_numel * chunks_per_row;
+    const int64_t grain = std::max<int64_t>(1, kFoldsPerPiece / std::max<int64_t>(1, g_.k * chunk));
+    const int64_t pieces = pieces_for(units, grain);
+    Buffer<A> shadow(pieces * targets * chunk);
+    Buffer<uint32_t> hits(pieces * targets * chunk);
+    parallel_pieces(units, grain, [&](int64_t piece, int64_t begin, int64_t end) {
+      A* acc = shadow.data() + piece * targets * chunk;
+      uint32_t* count = hits.data() + piece * targets * chunk;
+      int64_t off[3];
+      for (int64_t u = begin; u < end; ++u) {
+        g_.outer.offsets(u / chunks_per_row, off);
+        const int64_t j0 = (u % chunks_per_row) * chunk;
+        const int64_t len = std::min(chunk, g_.row_len - j0);
+        T* dst = self_ + off[0] + j0 * g_.row_stride[0];
+        const T* src = src_ + off[1] + j0 * g_.row_stride[1];
+        const I* idx = index_ + off[2] + j0 * g_.row_stride[2];
+        for (int64_t t = 0; t < targets; ++t) {
+          for (int64_t j = 0; j < len; ++j) {
+            acc[t * len + j] = start(dst[t * g_.dim_stride[0] + j * g_.row_stride[0]]);
+            count[t * len + j] = 0;
+          }
+        }
+        scaled_ ? shadow_fold<true>(acc, count, src, idx, len) : shadow_fold<false>(acc, count, src, idx, len);
+        const int64_t self_count = include_self_ ? 1 : 0;
+        for (int64_t t = 0; t < targets; ++t) {
+          for (int64_t j = 0; j < len; ++j) {
+            const uint32_t n = count[t * len + j];
+            if (n != 0) {
+              dst[t * g_.dim_stride[0] + j * g_.row_stride[0]] =
+                  static_cast<T>(Op::finalize(acc[t * len + j], n + self_count));
+            }
+          }
+        }
+      }
+    });
+  }
+
+  template <bool kScaled>
+  void shadow_fold(A* acc, uint32_t* count, const T* src, const I* idx, int64_t len) const {
+    for (int64_t i = 0; i < g_.k; ++i) {
+      const I* ix = idx + i * g_.dim_stride[2];
+      const T* s = src + i * g_.dim_stride[1];
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t slot = static_cast<int64_t>(ix[j * g_.row_stride[2]]) * len + j;
+        acc[slot] = Op::combine(acc[slot], value<kScaled>(s[j * g_.row_stride[1]]));
+        ++count[slot];
+      }
+    }
+  }
+
   // ---- sorted lines -----------------------------------------------------------
   void run_sorted_lines() const {
     const int64_t lines = g_.outer_numel * g_.row_len;
     const int64_t grain = std::max<int64_t>(1, kFoldsPerPiece / std::max<int64_t>(1, g_.k));
-    Buffer<std::pair<int64_t, int64_t>> hits(pieces_for(lines, grain) * g_.k);
+    Buffer<LineHit> hits(pieces_for(lines, grain) * g_.k);
     parallel_pieces(lines, grain, [&](int64_t piece, int64_t begin, int64_t end) {
-      std::pair<int64_t, int64_t>* line_hits = hits.data() + piece * g_.k;
+      LineHit* line_hits = hits.data() + piece * g_.k;
       int64_t off[3];
       for (int64_t line = begin; line < end; ++line) {
         g_.outer.offsets(line / g_.row_len, off);
@@ -197,14 +277,14 @@ class CpuScatter {
   }
 
   template <bool kScaled>
-  void fold_line(T* dst, const T* src, const std::pair<int64_t, int64_t>* line_hits) const {
+  void fold_line(T* dst, const T* src, const LineHit* line_hits) const {
     for (int64_t a = 0; a < g_.k;) {
-      const int64_t t = line_hits[a].first;
+      const int64_t t = line_hits[a].target;
       T* d = dst + t * g_.dim_stride[0];
       A acc = start(*d);
       int64_t b = a;
-      for (; b < g_.k && line_hits[b].first == t; ++b) {
-        acc = Op::combine(acc, value<kScaled>(src[line_hits[b].second * g_.dim_stride[1]]));
+      for (; b < g_.k && line_hits[b].target == t; ++b) {
+        acc = Op::combine(acc, value<kScaled>(src[line_hits[b].position * g_.dim_stride[1]]));
       }
       *d = static_cast<T>(Op::finalize(acc, (b - a) + (include_self_ ? 1 : 0)));
       a = b;

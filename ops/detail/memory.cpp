@@ -1,0 +1,89 @@
+#include "ops/detail/memory.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <new>
+
+namespace scatterx::detail {
+
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kCacheLine = 64;
+// Blocks kept for reuse at most; beyond this the largest are freed.
+constexpr size_t kScratchCacheLimit = size_t{1} << 30;
+
+struct ScratchCache {
+  std::mutex mutex;
+  std::multimap<size_t, void*> free_blocks;  // capacity -> block
+  size_t cached = 0;
+
+  ~ScratchCache() {
+    for (auto& [capacity, p] : free_blocks) host_free(p);
+  }
+};
+
+ScratchCache& cache() {
+  static ScratchCache instance;
+  return instance;
+}
+
+}  // namespace
+
+void* host_allocate(size_t bytes) {
+  const size_t align = bytes >= kHugePage ? kHugePage : kCacheLine;
+  const size_t rounded = (std::max(bytes, size_t{1}) + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, rounded);
+  if (p == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+  if (align == kHugePage) madvise(p, rounded, MADV_HUGEPAGE);  // advisory: failure is harmless
+#endif
+  return p;
+}
+
+void host_free(void* p) noexcept { std::free(p); }
+
+std::pair<void*, size_t> scratch_acquire(size_t bytes) {
+  bytes = std::max(bytes, kCacheLine);
+  {
+    ScratchCache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    // Reuse a block no more than twice the request, so a small request
+    // does not pin a huge block.
+    auto it = c.free_blocks.lower_bound(bytes);
+    if (it != c.free_blocks.end() && it->first <= 2 * bytes) {
+      const std::pair<void*, size_t> block{it->second, it->first};
+      c.cached -= it->first;
+      c.free_blocks.erase(it);
+      return block;
+    }
+  }
+  return {host_allocate(bytes), bytes};
+}
+
+void scratch_release(void* p, size_t capacity) noexcept {
+  if (p == nullptr) return;
+  ScratchCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.free_blocks.emplace(capacity, p);
+  c.cached += capacity;
+  while (c.cached > kScratchCacheLimit && !c.free_blocks.empty()) {
+    auto largest = std::prev(c.free_blocks.end());
+    c.cached -= largest->first;
+    host_free(largest->second);
+    c.free_blocks.erase(largest);
+  }
+}
+
+size_t scratch_cached_bytes() {
+  ScratchCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.cached;
+}
+
+}  // namespace scatterx::detail
