@@ -43,9 +43,9 @@ constexpr bool reduce_supported(Reduce r, DType d) {
   return true;
 }
 
-// Parses a reduce name. Accepts scatter_reduce's spellings ("sum", "prod",
-// "mean", "amax", "amin") and scatter_'s ("add", "multiply"); throws
-// ArgumentError naming `op` for anything else.
+// Parses a reduce name: scatter_reduce's spellings ("sum", "prod", "mean",
+// "amax", "amin"), scatter_'s ("add", "multiply") and "none" (a plain
+// write); throws ArgumentError naming `op` for anything else.
 Reduce reduce_from_name(const std::string& name, const char* op);
 
 }  // namespace scatterx

@@ -40,8 +40,8 @@ class Scalar {
       using Part = decltype(T{}.re);
       return T(static_cast<Part>(real_), static_cast<Part>(imag_));
     } else {
-      SCATTERX_CHECK(imag_ == 0.0, ArgumentError, op, argument, " must be real for a ", dtype_name(dtype_of<T>()),
-                     " tensor, got (", real_, "+", imag_, "j)");
+      SCATTERX_CHECK(imag_ == 0.0, ArgumentError, op, argument, " must be real for ", dtype_name(dtype_of<T>()),
+                     " tensors, got ", str());
       if constexpr (std::is_same_v<T, bool>) {
         return kind_ == Kind::Int || kind_ == Kind::Bool ? int_ != 0 : real_ != 0.0;
       } else if constexpr (std::is_integral_v<T>) {

@@ -137,6 +137,7 @@ class Tensor : public TensorView {
   static Tensor adopt(const TensorView& view, std::shared_ptr<void> owner);
 
   const TensorView& view() const { return *this; }
+  using TensorView::view;  // view(shape)
   bool owns_memory() const { return storage_ != nullptr; }
 
  private:

@@ -28,7 +28,8 @@ void check_reduce_supported(const char* op, Reduce reduce, DType dtype);
 
 // `name` (written in place) has no two positions sharing an element.
 void check_no_internal_overlap(const char* op, const char* name, const TensorView& tensor);
-// The memory `written` touches is disjoint from what `read` touches.
+// No byte `written` touches is touched by `read`. Conservative: a layout it
+// cannot prove disjoint (byte ranges meet and strides do not interleave) is refused.
 void check_no_overlap(const char* op, const char* written_name, const TensorView& written, const char* read_name,
                       const TensorView& read);
 

@@ -106,12 +106,14 @@ PreparedScatter prepare_index_op(const char* op, const TensorView& self, int64_t
   }
   if (reduce == Reduce::Sum) {
     const DType dt = self.dtype();
-    SCATTERX_CHECK(!(is_integral(dt, false) && !alpha.is_integral()), DTypeError, op,
-                   "expected an integral alpha for a ", dtype_name(dt), " tensor, got ", alpha.str());
-    SCATTERX_CHECK(!(dt == DType::Bool && !alpha.is_bool()), DTypeError, op,
-                   "expected a bool alpha for a bool tensor, got ", alpha.str());
-    SCATTERX_CHECK(is_complex(dt) || !alpha.is_complex(), DTypeError, op, "expected a real alpha for a ",
-                   dtype_name(dt), " tensor, got ", alpha.str());
+    // torch's rules: integral (and bool) tensors take integral alphas, and
+    // only bool tensors take a bool alpha.
+    SCATTERX_CHECK(!(is_integral(dt, true) && !alpha.is_integral()), DTypeError, op,
+                   "expected an integral alpha for ", dtype_name(dt), " tensors, got ", alpha.str());
+    SCATTERX_CHECK(!(alpha.is_bool() && dt != DType::Bool), DTypeError, op, "expected a non-bool alpha for ",
+                   dtype_name(dt), " tensors (a bool alpha is for bool tensors), got ", alpha.str());
+    SCATTERX_CHECK(is_complex(dt) || !alpha.is_complex(), DTypeError, op, "expected a real alpha for ",
+                   dtype_name(dt), " tensors, got ", alpha.str());
     a.alpha = alpha;
     a.scaled = !(alpha.real() == 1.0 && alpha.imag() == 0.0);
   }

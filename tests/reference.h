@@ -1,0 +1,41 @@
+// A serial reference implementation of scatterx's ops, for the tests only.
+//
+// Written from the public contract (ops/scatter/scatter.h, ops/gather/gather.h,
+// ops/reduce_ops.h's comment) and torch's documentation with plain loops over
+// coordinates; it shares no code with the library's kernels, dispatch or
+// reduction functors. Every function reads its arguments through their
+// strides, never writes to them, and returns a new contiguous tensor.
+// Arguments must be valid (the reference does not validate like the library
+// does; it throws std::logic_error on an index it cannot use).
+#pragma once
+
+#include <cstdint>
+
+#include "scatterx.h"
+
+namespace sxt::ref {
+
+// A contiguous copy of any view.
+scatterx::Tensor materialize(const scatterx::TensorView& view);
+
+// torch.gather / torch.index_select.
+scatterx::Tensor gather(const scatterx::TensorView& input, int64_t dim, const scatterx::TensorView& index);
+scatterx::Tensor index_select(const scatterx::TensorView& input, int64_t dim, const scatterx::TensorView& index);
+
+// torch.Tensor.scatter(dim, index, src, reduce): reduce None, Sum or Prod.
+scatterx::Tensor scatter(const scatterx::TensorView& self, int64_t dim, const scatterx::TensorView& index,
+                         const scatterx::TensorView& src, scatterx::Reduce reduce);
+// The same with every source value equal to value converted to self's dtype.
+scatterx::Tensor scatter_value(const scatterx::TensorView& self, int64_t dim, const scatterx::TensorView& index,
+                               const scatterx::Scalar& value, scatterx::Reduce reduce);
+// torch.Tensor.scatter_reduce(dim, index, src, reduce, include_self).
+scatterx::Tensor scatter_reduce(const scatterx::TensorView& self, int64_t dim, const scatterx::TensorView& index,
+                                const scatterx::TensorView& src, scatterx::Reduce reduce, bool include_self);
+// torch.Tensor.index_add(dim, index, source, alpha).
+scatterx::Tensor index_add(const scatterx::TensorView& self, int64_t dim, const scatterx::TensorView& index,
+                           const scatterx::TensorView& source, const scatterx::Scalar& alpha);
+// torch.Tensor.index_reduce(dim, index, source, reduce, include_self).
+scatterx::Tensor index_reduce(const scatterx::TensorView& self, int64_t dim, const scatterx::TensorView& index,
+                              const scatterx::TensorView& source, scatterx::Reduce reduce, bool include_self);
+
+}  // namespace sxt::ref
