@@ -20,6 +20,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -102,47 +103,76 @@ class CpuScatter {
     const int64_t mean_group = std::max<int64_t>(1, g_.k / std::max<int64_t>(groups.num_groups, 1));
     const int64_t grain = std::max<int64_t>(1, kFoldsPerPiece / (chunk * mean_group));
     const bool unit_rows = g_.row_stride[0] == 1 && g_.row_stride[1] == 1;
+    // Source rows come at random addresses; keep ~4 KiB of them in flight.
+    // The look-ahead runs along the whole sorted order, across group ends.
+    const int64_t ahead = std::clamp<int64_t>(4096 / (chunk * int64_t{sizeof(T)}), 2, 16);
     parallel_for_dynamic(g_.outer_numel * units_per_outer, grain, [&](int64_t begin, int64_t end) {
       int64_t cached_outer = -1;
       int64_t off[3] = {};
       for (int64_t u = begin; u < end; ++u) {
         const int64_t o = u / units_per_outer;
         const int64_t group = (u % units_per_outer) / chunks_per_row;
+        const int64_t first = groups.offsets[group];
+        const int64_t n = groups.offsets[group + 1] - first;
+        if (n == 0) continue;  // a target no index hits (dense groups) keeps its value
         const int64_t j0 = (u % chunks_per_row) * chunk;
         if (o != cached_outer) {
           g_.outer.offsets(o, off);
           cached_outer = o;
         }
-        T* dst = self_ + off[0] + groups.target[group] * g_.dim_stride[0] + j0 * g_.row_stride[0];
-        const T* src = src_ + off[1] + j0 * g_.row_stride[1];
-        const int64_t first = groups.offsets[group];
-        const int64_t n = groups.offsets[group + 1] - first;
-        const int64_t len = std::min(chunk, g_.row_len - j0);
-        const int64_t* pos = groups.order.data() + first;
+        GroupFold fold;
+        fold.dst = self_ + off[0] + groups.target_of(group) * g_.dim_stride[0] + j0 * g_.row_stride[0];
+        fold.src = src_ + off[1] + j0 * g_.row_stride[1];
+        fold.pos = groups.order.data() + first;
+        fold.n = n;
+        fold.prefetchable = unit_rows ? std::min(ahead, g_.k - first - n) : 0;
+        fold.ahead = ahead;
+        fold.len = std::min(chunk, g_.row_len - j0);
         if (unit_rows) {
-          scaled_ ? fold_group<true, true>(dst, src, pos, n, len) : fold_group<true, false>(dst, src, pos, n, len);
+          scaled_ ? fold_group<true, true>(fold) : fold_group<true, false>(fold);
         } else {
-          scaled_ ? fold_group<false, true>(dst, src, pos, n, len) : fold_group<false, false>(dst, src, pos, n, len);
+          scaled_ ? fold_group<false, true>(fold) : fold_group<false, false>(fold);
         }
       }
     });
   }
 
+  struct GroupFold {
+    T* dst;
+    const T* src;
+    const int64_t* pos;  // n positions of this group, then the rest of the sorted order
+    int64_t n;
+    int64_t ahead;         // rows to prefetch ahead
+    int64_t prefetchable;  // positions readable past this group's end (at most `ahead`)
+    int64_t len;
+  };
+
   template <bool kUnitStride, bool kScaled>
-  void fold_group(T* dst, const T* src, const int64_t* pos, int64_t n, int64_t len) const {
+  void fold_group(const GroupFold& f) const {
     const int64_t ds = kUnitStride ? 1 : g_.row_stride[0];
     const int64_t ss = kUnitStride ? 1 : g_.row_stride[1];
     const int64_t step = g_.dim_stride[1];
-    A acc[kRowChunk];
-    for (int64_t j = 0; j < len; ++j) acc[j] = start(dst[j * ds]);
-    constexpr int64_t kAhead = 4;  // rows are at random addresses: fetch a few ahead
-    for (int64_t p = 0; p < n; ++p) {
-      if (kUnitStride && p + kAhead < n) prefetch_row(src + pos[p + kAhead] * step, len * int64_t{sizeof(T)});
-      const T* row = src + pos[p] * step;
-      for (int64_t j = 0; j < len; ++j) acc[j] = Op::combine(acc[j], value<kScaled>(row[j * ss]));
+    if constexpr (R == Reduce::None) {  // a plain write: the last row wins, no arithmetic
+      const T* row = f.src + f.pos[f.n - 1] * step;
+      if constexpr (kUnitStride) {
+        std::memcpy(static_cast<void*>(f.dst), row, static_cast<size_t>(f.len) * sizeof(T));
+      } else {
+        for (int64_t j = 0; j < f.len; ++j) f.dst[j * ds] = row[j * ss];
+      }
+      return;
     }
-    const int64_t count = n + (include_self_ ? 1 : 0);
-    for (int64_t j = 0; j < len; ++j) dst[j * ds] = static_cast<T>(Op::finalize(acc[j], count));
+    A acc[kRowChunk];
+    for (int64_t j = 0; j < f.len; ++j) acc[j] = start(f.dst[j * ds]);
+    const int64_t prefetch_end = f.n + f.prefetchable;
+    for (int64_t p = 0; p < f.n; ++p) {
+      if (kUnitStride && p + f.ahead < prefetch_end) {
+        prefetch_row(f.src + f.pos[p + f.ahead] * step, f.len * int64_t{sizeof(T)});
+      }
+      const T* row = f.src + f.pos[p] * step;
+      for (int64_t j = 0; j < f.len; ++j) acc[j] = Op::combine(acc[j], value<kScaled>(row[j * ss]));
+    }
+    const int64_t count = f.n + (include_self_ ? 1 : 0);
+    for (int64_t j = 0; j < f.len; ++j) f.dst[j * ds] = static_cast<T>(Op::finalize(acc[j], count));
   }
 
   // ---- direct ---------------------------------------------------------------

@@ -1,0 +1,290 @@
+// scatterx_bench: throughput of the CPU kernels at GNN and MoE sizes, next to
+// memcpy baselines that move the same number of bytes, so that every kernel
+// can be read as a fraction of the machine's copy bandwidth (bench/compare.py
+// prints that table).
+//
+// Workloads (--size=full, the default):
+//   gnn  1M edges x 64 float32 features, 100k nodes; index distributions
+//        /uniform and /powerlaw (Zipf, exponent 1, node ids permuted).
+//        gather / index_select read 1M rows of a [100k, 64] table; scatter_add_,
+//        scatter_reduce_ and index_add_ fold [1M, 64] messages into [100k, 64].
+//        gather and the scatters take the 1-d index expanded to [1M, 64] with
+//        unsqueeze(1).expand() (stride 0 along the features), as torch_scatter
+//        users broadcast it; index_select and index_add_ take it 1-d.
+//   moe  16k tokens x 4096 bfloat16 rows permuted by a random permutation
+//        (index_select / gather: dispatch) and back (index_add_ / scatter_add_ /
+//        scatter_: unpermute).
+//
+// Byte model (SetBytesProcessed per iteration; also in each label and in the
+// counters idx_bytes, src_bytes and dst_bytes, whose sum is model_bytes):
+//   copy-like   gather, index_select, scatter_ without reduce:
+//                 idx + src rows read + dst rows written
+//   reduce-like scatter_add_, scatter_reduce_, index_add_:
+//                 idx + src rows read + destination read + destination written
+//                 (the destination tensor counted once each way, however many
+//                 rows land on each of its rows)
+//   idx is the size of the 1-d int64 index array, also when it is passed
+//   expanded: stride 0 means those bytes are all the kernel has to read.
+// Items (SetItemsProcessed) are elements of src: for gathers, the elements read
+// from the table (= elements written).
+//
+// Baselines: BM_memcpy/<label>/serial (one std::memcpy) and
+// BM_memcpy/<label>/omp (the range split into one chunk per OpenMP thread)
+// copy model_bytes / 2 bytes and count 2x that (read + write), so their
+// bytes_per_second is directly comparable with the kernels naming <label> as
+// baseline in their label.
+//
+// Google Benchmark appends /real_time to every name (UseRealTime); compare.py
+// drops it. --size=small (10k nodes, 100k edges, 1k tokens x 1024) is a quick
+// smoke test; the names stay the same, the "gnn" / "moe" context lines say
+// which sizes ran.
+//
+// Destinations are never reset: every iteration scatters into what the last
+// one left (values do not change the timing; see bench_data.cpp for why the
+// sources are +-1).
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include <benchmark/benchmark.h>
+
+#include "bench_data.h"
+#include "scatterx.h"
+
+namespace scatterx_bench {
+namespace {
+
+using scatterx::Reduce;
+
+struct ByteModel {
+  int64_t idx = 0;
+  int64_t src = 0;
+  int64_t dst = 0;
+  int64_t items = 0;
+  const char* formula = "";
+  std::string baseline;  // the BM_memcpy/<baseline> that copies the same bytes
+  int64_t total() const { return idx + src + dst; }
+};
+
+ByteModel copy_like(int64_t rows, int64_t row_bytes, int64_t row_elems, int64_t idx_bytes, std::string baseline) {
+  return {idx_bytes,          rows * row_bytes, rows * row_bytes, rows * row_elems, "bytes=idx+src_rows+dst_rows",
+          std::move(baseline)};
+}
+
+ByteModel reduce_like(int64_t rows, int64_t dst_rows, int64_t row_bytes, int64_t row_elems, int64_t idx_bytes,
+                      std::string baseline) {
+  return {idx_bytes,
+          rows * row_bytes,
+          2 * dst_rows * row_bytes,
+          rows * row_elems,
+          "bytes=idx+src_rows+2*dst_tensor(read+write)",
+          std::move(baseline)};
+}
+
+// Bytes per baseline label, filled while the kernels are registered.
+std::map<std::string, int64_t>& baseline_bytes() {
+  static std::map<std::string, int64_t> m;
+  return m;
+}
+
+void report(benchmark::State& state, const ByteModel& m) {
+  state.SetBytesProcessed(state.iterations() * m.total());
+  state.SetItemsProcessed(state.iterations() * m.items);
+  state.counters["model_bytes"] = benchmark::Counter(static_cast<double>(m.total()));
+  state.counters["idx_bytes"] = benchmark::Counter(static_cast<double>(m.idx));
+  state.counters["src_bytes"] = benchmark::Counter(static_cast<double>(m.src));
+  state.counters["dst_bytes"] = benchmark::Counter(static_cast<double>(m.dst));
+  state.SetLabel(std::string(m.formula) + " baseline=BM_memcpy/" + m.baseline);
+}
+
+// Registers one kernel benchmark; `op` is called once per iteration.
+template <typename Op>
+void add(const std::string& name, ByteModel model, Op op) {
+  auto& b = baseline_bytes()[model.baseline];
+  if (b == 0) b = model.total();
+  auto run = [model, op](benchmark::State& state) {
+    op();  // warm-up outside the timed loop (first touch of outputs, caches)
+    for (auto _ : state) {
+      op();
+      benchmark::ClobberMemory();
+    }
+    report(state, model);
+  };
+  benchmark::RegisterBenchmark(name.c_str(), run)->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
+// ---- memcpy baselines -------------------------------------------------------
+
+void parallel_memcpy(char* dst, const char* src, int64_t bytes) {
+#pragma omp parallel
+  {
+    const int64_t threads = omp_get_num_threads();
+    const int64_t chunk = (bytes / threads + 63) / 64 * 64;  // cache-line aligned chunks
+    const int64_t begin = std::min(bytes, omp_get_thread_num() * chunk);
+    const int64_t end = std::min(bytes, begin + chunk);
+    if (end > begin) std::memcpy(dst + begin, src + begin, static_cast<size_t>(end - begin));
+  }
+}
+
+void copy(const CopyBuffers& buf, int64_t bytes, bool parallel) {
+  if (parallel) {
+    parallel_memcpy(buf.dst, buf.src, bytes);
+  } else {
+    std::memcpy(buf.dst, buf.src, static_cast<size_t>(bytes));
+  }
+}
+
+void register_memcpy_baselines() {
+  for (const auto& [label, model_bytes] : baseline_bytes()) {
+    const int64_t copied = model_bytes / 2;
+    for (const bool parallel : {false, true}) {
+      auto run = [copied, parallel](benchmark::State& state) {
+        const CopyBuffers buf = copy_buffers(copied);
+        copy(buf, copied, parallel);  // warm-up, as for the kernels
+        for (auto _ : state) {
+          copy(buf, copied, parallel);
+          benchmark::ClobberMemory();
+        }
+        state.SetBytesProcessed(state.iterations() * 2 * copied);
+        state.counters["model_bytes"] = benchmark::Counter(static_cast<double>(2 * copied));
+        state.counters["copied_bytes"] = benchmark::Counter(static_cast<double>(copied));
+        state.SetLabel("bytes=2*copied(read+write)");
+      };
+      const std::string name = "BM_memcpy/" + label + (parallel ? "/omp" : "/serial");
+      benchmark::RegisterBenchmark(name.c_str(), run)->UseRealTime()->Unit(benchmark::kMillisecond);
+    }
+  }
+}
+
+// ---- GNN --------------------------------------------------------------------
+
+struct ReduceCase {
+  Reduce reduce;
+  const char* name;
+};
+
+void register_gnn() {
+  const Sizes& s = sizes();
+  const int64_t row_bytes = s.features * 4;
+  const int64_t idx_bytes = s.edges * 8;
+  const ByteModel gather_model = copy_like(s.edges, row_bytes, s.features, idx_bytes, "gnn_gather");
+  const ByteModel scatter_model = reduce_like(s.edges, s.nodes, row_bytes, s.features, idx_bytes, "gnn_scatter");
+
+  for (const Dist dist : {Dist::Uniform, Dist::PowerLaw}) {
+    const std::string tail = std::string("/gnn/") + dist_name(dist);
+    const int d = static_cast<int>(dist);
+    // The data are built on first use, inside the first benchmark's set-up,
+    // never in a timed loop.
+    auto index1d = [d] { return gnn_data().index[d].view(); };
+    auto index2d = [d] { return gnn_data().index[d].unsqueeze(1).expand({sizes().edges, sizes().features}); };
+
+    add("BM_gather" + tail, gather_model, [index2d] {
+      const GnnData& g = gnn_data();
+      scatterx::gather_out(g.gathered, g.table, 0, index2d());
+    });
+    add("BM_index_select" + tail, gather_model, [index1d] {
+      const GnnData& g = gnn_data();
+      scatterx::index_select_out(g.gathered, g.table, 0, index1d());
+    });
+    add("BM_scatter_add" + tail, scatter_model, [index2d] {
+      const GnnData& g = gnn_data();
+      scatterx::scatter_add_(g.aggregate, 0, index2d(), g.messages);
+    });
+    for (const ReduceCase rc :
+         {ReduceCase{Reduce::Sum, "sum"}, ReduceCase{Reduce::Prod, "prod"}, ReduceCase{Reduce::Mean, "mean"},
+          ReduceCase{Reduce::Amax, "amax"}, ReduceCase{Reduce::Amin, "amin"}}) {
+      add(std::string("BM_scatter_reduce/gnn/") + rc.name + "/" + dist_name(dist), scatter_model, [index2d, rc] {
+        const GnnData& g = gnn_data();
+        scatterx::scatter_reduce_(g.aggregate, 0, index2d(), g.messages, rc.reduce, /*include_self=*/true);
+      });
+    }
+    add("BM_index_add" + tail, scatter_model, [index1d] {
+      const GnnData& g = gnn_data();
+      scatterx::index_add_(g.aggregate, 0, index1d(), g.messages);
+    });
+  }
+}
+
+// ---- MoE --------------------------------------------------------------------
+
+void register_moe() {
+  const Sizes& s = sizes();
+  const int64_t row_bytes = s.hidden * 2;
+  const int64_t idx_bytes = s.tokens * 8;
+  const ByteModel dispatch_model = copy_like(s.tokens, row_bytes, s.hidden, idx_bytes, "moe_gather");
+  const ByteModel combine_model = reduce_like(s.tokens, s.tokens, row_bytes, s.hidden, idx_bytes, "moe_scatter");
+  auto index2d = [] { return moe_data().perm.unsqueeze(1).expand({sizes().tokens, sizes().hidden}); };
+
+  add("BM_index_select/moe/permute", dispatch_model, [] {
+    const MoeData& m = moe_data();
+    scatterx::index_select_out(m.permuted, m.tokens, 0, m.perm);
+  });
+  add("BM_gather/moe/permute", dispatch_model, [index2d] {
+    const MoeData& m = moe_data();
+    scatterx::gather_out(m.permuted, m.tokens, 0, index2d());
+  });
+  add("BM_index_add/moe/unpermute", combine_model, [] {
+    const MoeData& m = moe_data();
+    scatterx::index_add_(m.combined, 0, m.perm, m.permuted);
+  });
+  add("BM_scatter_add/moe/unpermute", combine_model, [index2d] {
+    const MoeData& m = moe_data();
+    scatterx::scatter_add_(m.combined, 0, index2d(), m.permuted);
+  });
+  // A plain scatter_ by a permutation is a write-only unpermute: copy-like.
+  add("BM_scatter/moe/unpermute", dispatch_model, [index2d] {
+    const MoeData& m = moe_data();
+    scatterx::scatter_(m.combined, 0, index2d(), m.permuted);
+  });
+}
+
+// Removes --size=small|full from argv (Google Benchmark rejects flags it does
+// not know). Returns false on a bad value.
+bool parse_own_flags(int* argc, char** argv) {
+  int out = 1;
+  for (int i = 1; i < *argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--size=", 0) == 0) {
+      const std::string v = arg.substr(7);
+      if (v == "small") {
+        sizes() = Sizes{10000, 100000, 64, 1024, 1024};
+      } else if (v != "full") {
+        std::fprintf(stderr, "scatterx_bench: --size must be small or full, got %s\n", v.c_str());
+        return false;
+      }
+      continue;
+    }
+    argv[out++] = argv[i];
+  }
+  *argc = out;
+  return true;
+}
+
+}  // namespace
+}  // namespace scatterx_bench
+
+int main(int argc, char** argv) {
+  using namespace scatterx_bench;  // NOLINT(google-build-using-namespace)
+  if (!parse_own_flags(&argc, argv)) return 2;
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+
+  const Sizes& s = sizes();
+  benchmark::AddCustomContext("scatterx_version", SCATTERX_VERSION);
+  benchmark::AddCustomContext("omp_max_threads", std::to_string(omp_get_max_threads()));
+  benchmark::AddCustomContext("gnn", std::to_string(s.edges) + " edges x " + std::to_string(s.features) +
+                                         " float32 -> " + std::to_string(s.nodes) + " nodes");
+  benchmark::AddCustomContext("moe", std::to_string(s.tokens) + " tokens x " + std::to_string(s.hidden) + " bfloat16");
+
+  register_gnn();
+  register_moe();
+  register_memcpy_baselines();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
