@@ -61,7 +61,8 @@ TensorView copy_(const TensorView& dst, const TensorView& src) {
   detail::check_no_internal_overlap(op, "dst", dst);
   detail::check_no_overlap(op, "dst", dst, "src", src);
   if (dst.numel() == 0) return dst;
-  detail::dispatch_element_size(dst.element_size(), op, [&](auto element) { copy_kernel<decltype(element)>(dst, src); });
+  detail::dispatch_element_size(dst.element_size(), op,
+                                [&](auto element) { copy_kernel<decltype(element)>(dst, src); });
   return dst;
 }
 

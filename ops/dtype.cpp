@@ -23,8 +23,8 @@ Reduce reduce_from_name(const std::string& name, const char* op) {
   if (name == (str)) return Reduce::enum_name;
   SCATTERX_FORALL_REDUCES(SCATTERX_REDUCE_PARSE)
 #undef SCATTERX_REDUCE_PARSE
-  detail::raise<ArgumentError>(op, "expected reduce to be one of sum, prod, mean, amax, amin, add, multiply, none, got '",
-                               name, "'");
+  detail::raise<ArgumentError>(
+      op, "expected reduce to be one of sum, prod, mean, amax, amin, add, multiply, none, got '", name, "'");
 }
 
 std::string Scalar::str() const {

@@ -12,18 +12,18 @@ namespace scatterx {
 
 // _(Name, C++ storage type, short name as torch/numpy print it)
 // Keep one entry per line: CMake reads the names from these lines.
-#define SCATTERX_FORALL_DTYPES(_)                           \
-  _(Float16, ::scatterx::Half, "float16")                   \
-  _(BFloat16, ::scatterx::BFloat16, "bfloat16")             \
-  _(Float32, float, "float32")                              \
-  _(Float64, double, "float64")                             \
-  _(Complex64, ::scatterx::Complex<float>, "complex64")     \
-  _(Complex128, ::scatterx::Complex<double>, "complex128")  \
-  _(Int8, int8_t, "int8")                                   \
-  _(UInt8, uint8_t, "uint8")                                \
-  _(Int16, int16_t, "int16")                                \
-  _(Int32, int32_t, "int32")                                \
-  _(Int64, int64_t, "int64")                                \
+#define SCATTERX_FORALL_DTYPES(_)                          \
+  _(Float16, ::scatterx::Half, "float16")                  \
+  _(BFloat16, ::scatterx::BFloat16, "bfloat16")            \
+  _(Float32, float, "float32")                             \
+  _(Float64, double, "float64")                            \
+  _(Complex64, ::scatterx::Complex<float>, "complex64")    \
+  _(Complex128, ::scatterx::Complex<double>, "complex128") \
+  _(Int8, int8_t, "int8")                                  \
+  _(UInt8, uint8_t, "uint8")                               \
+  _(Int16, int16_t, "int16")                               \
+  _(Int32, int32_t, "int32")                               \
+  _(Int64, int64_t, "int64")                               \
   _(Bool, bool, "bool")
 
 enum class DType : uint8_t {

@@ -57,9 +57,9 @@ template <typename E, typename... Args>
 // SCATTERX_CHECK(cond, ErrorType, op, message parts...): throws ErrorType with
 // "op: message" when cond is false. The message parts are only formatted on
 // failure.
-#define SCATTERX_CHECK(cond, ErrorType, op, ...)                        \
-  do {                                                                  \
-    if (SCATTERX_UNLIKELY(!(cond))) {                                   \
+#define SCATTERX_CHECK(cond, ErrorType, op, ...)                         \
+  do {                                                                   \
+    if (SCATTERX_UNLIKELY(!(cond))) {                                    \
       ::scatterx::detail::raise<::scatterx::ErrorType>(op, __VA_ARGS__); \
-    }                                                                   \
+    }                                                                    \
   } while (0)

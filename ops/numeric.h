@@ -101,7 +101,7 @@ struct alignas(2) BFloat16 {
   uint16_t bits = 0;
 
   BFloat16() = default;
-  SCATTERX_INLINE BFloat16(float f) : bits(detail::float_to_bfloat16_bits(f)) {}  // NOLINT
+  SCATTERX_INLINE BFloat16(float f) : bits(detail::float_to_bfloat16_bits(f)) {}           // NOLINT
   SCATTERX_INLINE operator float() const { return detail::bfloat16_bits_to_float(bits); }  // NOLINT
   static SCATTERX_INLINE BFloat16 from_bits(uint16_t b) {
     BFloat16 h;

@@ -18,9 +18,9 @@ class Scalar {
   Scalar(bool v) : kind_(Kind::Bool), int_(v ? 1 : 0), real_(v ? 1.0 : 0.0) {}  // NOLINT
   template <typename I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
   Scalar(I v) : kind_(Kind::Int), int_(static_cast<int64_t>(v)), real_(static_cast<double>(v)) {}  // NOLINT
-  Scalar(double v) : kind_(Kind::Float), real_(v) {}  // NOLINT
-  Scalar(float v) : Scalar(static_cast<double>(v)) {}  // NOLINT
-  Scalar(Complex<double> v) : kind_(Kind::Complex), real_(v.re), imag_(v.im) {}  // NOLINT
+  Scalar(double v) : kind_(Kind::Float), real_(v) {}                                               // NOLINT
+  Scalar(float v) : Scalar(static_cast<double>(v)) {}                                              // NOLINT
+  Scalar(Complex<double> v) : kind_(Kind::Complex), real_(v.re), imag_(v.im) {}                    // NOLINT
 
   Kind kind() const { return kind_; }
   bool is_complex() const { return kind_ == Kind::Complex; }

@@ -23,7 +23,8 @@ int64_t wrap(const char* op, int64_t d, int64_t ndim) {
 
 std::string Device::str() const { return is_cpu() ? "cpu" : detail::concat("cuda:", index); }
 
-IntArray::IntArray(std::initializer_list<int64_t> values) : IntArray(values.begin(), static_cast<int64_t>(values.size())) {}
+IntArray::IntArray(std::initializer_list<int64_t> values)
+    : IntArray(values.begin(), static_cast<int64_t>(values.size())) {}
 
 IntArray::IntArray(const std::vector<int64_t>& values) : IntArray(values.data(), static_cast<int64_t>(values.size())) {}
 
@@ -148,8 +149,8 @@ TensorView TensorView::slice(int64_t d, int64_t start, int64_t stop, int64_t ste
 TensorView TensorView::select(int64_t d, int64_t i) const {
   d = wrap("TensorView::select", d, dim());
   const int64_t n = shape_[d];
-  SCATTERX_CHECK(i >= -n && i < n, IndexError, "TensorView::select", "index ", i,
-                 " is out of bounds for dimension ", d, " with size ", n);
+  SCATTERX_CHECK(i >= -n && i < n, IndexError, "TensorView::select", "index ", i, " is out of bounds for dimension ", d,
+                 " with size ", n);
   if (i < 0) i += n;
   TensorView out = *this;
   out.data_ = static_cast<char*>(data_) + i * strides_[d] * element_size();
@@ -186,8 +187,8 @@ TensorView TensorView::expand(const Shape& shape) const {
     }
     const int64_t own = shape_[i - lead];
     const int64_t want = shape[i] == -1 ? own : shape[i];
-    SCATTERX_CHECK(own == want || own == 1, ArgumentError, "TensorView::expand", "cannot expand ", shape_.str(),
-                   " to ", shape.str(), ": dimension ", i, " has size ", own, " (only size-1 dims expand)");
+    SCATTERX_CHECK(own == want || own == 1, ArgumentError, "TensorView::expand", "cannot expand ", shape_.str(), " to ",
+                   shape.str(), ": dimension ", i, " has size ", own, " (only size-1 dims expand)");
     out.shape_[i] = want;
     out.strides_[i] = own == want ? strides_[i - lead] : 0;
   }

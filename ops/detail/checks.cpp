@@ -26,8 +26,8 @@ TensorView at_least_1d(const TensorView& view) {
 void check_devices(const char* op, std::initializer_list<std::pair<const char*, const TensorView*>> tensors) {
   const auto& [first_name, first] = *tensors.begin();
   for (const auto& [name, tensor] : tensors) {
-    SCATTERX_CHECK(tensor->device() == first->device(), ArgumentError, op, "expected ", name, " on ",
-                   first_name, "'s device ", first->device().str(), ", got ", tensor->device().str());
+    SCATTERX_CHECK(tensor->device() == first->device(), ArgumentError, op, "expected ", name, " on ", first_name,
+                   "'s device ", first->device().str(), ", got ", tensor->device().str());
   }
   SCATTERX_CHECK(first->device().is_cpu(), ArgumentError, op, "expected cpu tensors (this build of scatterx has ",
                  "no CUDA backend), got ", first_name, " on ", first->device().str());
@@ -40,8 +40,8 @@ void check_index_dtype(const char* op, const char* name, const TensorView& index
 
 void check_same_dtype(const char* op, const char* name, const TensorView& tensor, const char* ref_name,
                       const TensorView& ref) {
-  SCATTERX_CHECK(tensor.dtype() == ref.dtype(), DTypeError, op, "expected ", name, " to have the dtype of ",
-                 ref_name, " (", dtype_name(ref.dtype()), "), got ", dtype_name(tensor.dtype()));
+  SCATTERX_CHECK(tensor.dtype() == ref.dtype(), DTypeError, op, "expected ", name, " to have the dtype of ", ref_name,
+                 " (", dtype_name(ref.dtype()), "), got ", dtype_name(tensor.dtype()));
 }
 
 void check_reduce_supported(const char* op, Reduce reduce, DType dtype) {
@@ -134,8 +134,8 @@ template <typename I>
         position[d] = rest % shape[d];
         rest /= shape[d];
       }
-      raise<IndexError>(op, "index ", static_cast<int64_t>(v), " is out of bounds for dimension ", dim,
-                        " with size ", bound, " (index position ", position.str(), ")");
+      raise<IndexError>(op, "index ", static_cast<int64_t>(v), " is out of bounds for dimension ", dim, " with size ",
+                        bound, " (index position ", position.str(), ")");
     }
   }
   raise<IndexError>(op, "index out of bounds for dimension ", dim, " with size ", bound);

@@ -113,7 +113,7 @@ void parallel_pieces(int64_t n, int64_t grain, const F& f) {
   if (n <= 0) return;
   const int64_t pieces = pieces_for(n, grain);
   const int64_t chunk = (n + pieces - 1) / pieces;
-#pragma omp parallel for num_threads(static_cast<int>(pieces)) schedule(static, 1) if (pieces > 1)
+#pragma omp parallel for num_threads(static_cast <int>(pieces)) schedule(static, 1) if (pieces > 1)
   for (int64_t p = 0; p < pieces; ++p) {
     const int64_t begin = std::min(n, p * chunk);
     const int64_t end = std::min(n, begin + chunk);

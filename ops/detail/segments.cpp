@@ -122,7 +122,7 @@ void counting_sort_groups(const I* values, int64_t stride, int64_t count, int64_
   groups.num_groups = num_targets;
   groups.offsets = Buffer<int64_t>(num_targets + 1);
   groups.order = Buffer<int64_t>(count);
-#pragma omp parallel for num_threads(static_cast<int>(pieces)) schedule(static, 1)
+#pragma omp parallel for num_threads(static_cast <int>(pieces)) schedule(static, 1)
   for (int64_t p = 0; p < pieces; ++p) {
     const Piece piece = piece_of(p, pieces, count);
     int64_t* hist = histograms.data() + p * num_targets;
@@ -140,7 +140,7 @@ void counting_sort_groups(const I* values, int64_t stride, int64_t count, int64_
     }
   }
   groups.offsets[num_targets] = running;
-#pragma omp parallel for num_threads(static_cast<int>(pieces)) schedule(static, 1)
+#pragma omp parallel for num_threads(static_cast <int>(pieces)) schedule(static, 1)
   for (int64_t p = 0; p < pieces; ++p) {
     const Piece piece = piece_of(p, pieces, count);
     int64_t* next = histograms.data() + p * num_targets;

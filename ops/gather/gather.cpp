@@ -30,8 +30,8 @@ GatherArgs prepare_gather(const char* op, const TensorView& input, int64_t dim, 
   args.index = detail::at_least_1d(index);
   args.dim = detail::wrap_dim(op, dim, input.dim());
   SCATTERX_CHECK(args.index.dim() == args.input.dim(), ArgumentError, op, "expected index to have as many dimensions ",
-                 "as input (", args.input.dim(), "), got ", args.index.dim(), " (index shape ",
-                 index.sizes().str(), ")");
+                 "as input (", args.input.dim(), "), got ", args.index.dim(), " (index shape ", index.sizes().str(),
+                 ")");
   for (int64_t d = 0; d < args.index.dim(); ++d) {
     SCATTERX_CHECK(d == args.dim || args.index.size(d) <= args.input.size(d), ArgumentError, op, "expected index ",
                    index.sizes().str(), " to be no larger than input ", input.sizes().str(), " outside dimension ",
@@ -47,8 +47,8 @@ GatherArgs prepare_index_select(const char* op, const TensorView& input, int64_t
                                 Shape& result_shape) {
   detail::check_devices(op, {{"input", &input}, {"index", &index}});
   detail::check_index_dtype(op, "index", index);
-  SCATTERX_CHECK(index.dim() <= 1, ArgumentError, op, "expected index to be a vector (1-d or 0-d), got ",
-                 index.dim(), " dimensions (shape ", index.sizes().str(), ")");
+  SCATTERX_CHECK(index.dim() <= 1, ArgumentError, op, "expected index to be a vector (1-d or 0-d), got ", index.dim(),
+                 " dimensions (shape ", index.sizes().str(), ")");
   GatherArgs args;
   args.op = op;
   args.input = detail::at_least_1d(input);

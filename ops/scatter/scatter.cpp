@@ -54,8 +54,8 @@ PreparedScatter prepare_scatter(const char* op, const TensorView& self, int64_t 
   }
   for (int64_t d = 0; d < a.index.dim(); ++d) {
     SCATTERX_CHECK(d == a.dim || a.index.size(d) <= a.self.size(d), ArgumentError, op, "expected index ",
-                   index.sizes().str(), " to be no larger than self ", self.sizes().str(), " outside dimension ",
-                   a.dim, ", got size ", a.index.size(d), " > ", a.self.size(d), " in dimension ", d);
+                   index.sizes().str(), " to be no larger than self ", self.sizes().str(), " outside dimension ", a.dim,
+                   ", got size ", a.index.size(d), " > ", a.self.size(d), " in dimension ", d);
     SCATTERX_CHECK(src == nullptr || a.index.size(d) <= a.src.size(d), ArgumentError, op, "expected index ",
                    index.sizes().str(), " to be no larger than src ", src->sizes().str(),
                    " in every dimension, got size ", a.index.size(d), " > ", a.src.size(d), " in dimension ", d);
@@ -108,12 +108,12 @@ PreparedScatter prepare_index_op(const char* op, const TensorView& self, int64_t
     const DType dt = self.dtype();
     // torch's rules: integral (and bool) tensors take integral alphas, and
     // only bool tensors take a bool alpha.
-    SCATTERX_CHECK(!(is_integral(dt, true) && !alpha.is_integral()), DTypeError, op,
-                   "expected an integral alpha for ", dtype_name(dt), " tensors, got ", alpha.str());
+    SCATTERX_CHECK(!(is_integral(dt, true) && !alpha.is_integral()), DTypeError, op, "expected an integral alpha for ",
+                   dtype_name(dt), " tensors, got ", alpha.str());
     SCATTERX_CHECK(!(alpha.is_bool() && dt != DType::Bool), DTypeError, op, "expected a non-bool alpha for ",
                    dtype_name(dt), " tensors (a bool alpha is for bool tensors), got ", alpha.str());
-    SCATTERX_CHECK(is_complex(dt) || !alpha.is_complex(), DTypeError, op, "expected a real alpha for ",
-                   dtype_name(dt), " tensors, got ", alpha.str());
+    SCATTERX_CHECK(is_complex(dt) || !alpha.is_complex(), DTypeError, op, "expected a real alpha for ", dtype_name(dt),
+                   " tensors, got ", alpha.str());
     a.alpha = alpha;
     a.scaled = !(alpha.real() == 1.0 && alpha.imag() == 0.0);
   }
@@ -157,8 +157,8 @@ void check_scatter_reduce_two_mode(const char* op, Reduce reduce) {
 
 void check_index_reduce_mode(const char* op, Reduce reduce) {
   SCATTERX_CHECK(reduce == Reduce::Prod || reduce == Reduce::Mean || reduce == Reduce::Amax || reduce == Reduce::Amin,
-                 ArgumentError, op, "expected reduce to be one of prod, mean, amax, amin, got '",
-                 reduce_name(reduce), "'");
+                 ArgumentError, op, "expected reduce to be one of prod, mean, amax, amin, got '", reduce_name(reduce),
+                 "'");
 }
 
 }  // namespace
@@ -170,8 +170,7 @@ TensorView scatter_(const TensorView& self, int64_t dim, const TensorView& index
   return run_in_place(prepare_scatter(op, self, dim, index, &src, nullptr, reduce, true, true), self);
 }
 
-TensorView scatter_(const TensorView& self, int64_t dim, const TensorView& index, const Scalar& value,
-                    Reduce reduce) {
+TensorView scatter_(const TensorView& self, int64_t dim, const TensorView& index, const Scalar& value, Reduce reduce) {
   constexpr const char* op = "scatter_";
   check_scatter_reduce_mode(op, reduce);
   return run_in_place(prepare_scatter(op, self, dim, index, nullptr, &value, reduce, true, true), self);
