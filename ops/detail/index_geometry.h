@@ -9,6 +9,9 @@
 // scatter, out for gather; along dim it moves with the position), 2 = index.
 #pragma once
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cstdint>
 
 #include "ops/detail/strided.h"
@@ -60,6 +63,45 @@ inline IndexGeometry make_index_geometry(const TensorView& indexed, const Tensor
   g.outer = before.collapsed();
   g.outer_numel = g.outer.numel();
   return g;
+}
+
+// Work units for kernels that walk the index position by position: each unit
+// is one outer position and one chunk of the row, and owns every destination
+// its positions can reach, so units run in parallel without contention. The
+// row is cut finer when there are few outer positions, so threads get work.
+struct RowTiling {
+  int64_t chunk = 1;
+  int64_t chunks_per_row = 1;
+  int64_t units = 0;
+};
+
+inline RowTiling tile_rows(const IndexGeometry& g, int64_t min_chunk, int64_t max_chunk) {
+  const int64_t want_units = 4 * static_cast<int64_t>(omp_get_max_threads());
+  RowTiling t;
+  t.chunk = std::max<int64_t>(1, std::min(g.row_len, max_chunk));
+  if (g.outer_numel < want_units && g.row_len > min_chunk) {
+    const int64_t share = (g.row_len * g.outer_numel + want_units - 1) / want_units;
+    t.chunk = std::min(t.chunk, std::max(min_chunk, share));
+  }
+  t.chunks_per_row = (g.row_len + t.chunk - 1) / t.chunk;
+  t.units = g.outer_numel * t.chunks_per_row;
+  return t;
+}
+
+// Unit u of a tiling: element offsets of the three tensors at its first row
+// element, and how many row elements it covers.
+struct RowTile {
+  int64_t offset[3];
+  int64_t len;
+};
+
+inline RowTile row_tile(const IndexGeometry& g, const RowTiling& t, int64_t u) {
+  RowTile tile;
+  g.outer.offsets(u / t.chunks_per_row, tile.offset);
+  const int64_t j0 = (u % t.chunks_per_row) * t.chunk;
+  for (int k = 0; k < 3; ++k) tile.offset[k] += j0 * g.row_stride[k];
+  tile.len = std::min(t.chunk, g.row_len - j0);
+  return tile;
 }
 
 // Prefetches the first bytes of a row about to be read at a random address.

@@ -86,22 +86,15 @@ class CpuGather {
 
   // A general index: every position reads its own index value.
   void run_general() const {
-    const int64_t want_units = 4 * static_cast<int64_t>(omp_get_max_threads());
-    int64_t chunk = g_.row_len;
-    if (g_.outer_numel < want_units && g_.row_len > 64) {
-      chunk = std::max<int64_t>(64, (g_.row_len * g_.outer_numel + want_units - 1) / want_units);
-    }
-    const int64_t chunks_per_row = (g_.row_len + chunk - 1) / chunk;
-    const int64_t grain = std::max<int64_t>(1, kCopyBytesPerPiece / std::max<int64_t>(1, g_.k * chunk));
-    parallel_for(g_.outer_numel * chunks_per_row, grain, [&](int64_t begin, int64_t end) {
-      int64_t off[3];
+    const RowTiling tiling = tile_rows(g_, 64, g_.row_len);
+    const int64_t grain = std::max<int64_t>(1, kCopyBytesPerPiece / std::max<int64_t>(1, g_.k * tiling.chunk));
+    parallel_for(tiling.units, grain, [&](int64_t begin, int64_t end) {
       for (int64_t u = begin; u < end; ++u) {
-        g_.outer.offsets(u / chunks_per_row, off);
-        const int64_t j0 = (u % chunks_per_row) * chunk;
-        const int64_t len = std::min(chunk, g_.row_len - j0);
-        E* dst = out_ + off[1] + j0 * g_.row_stride[1];
-        const E* src = in_ + off[0] + j0 * g_.row_stride[0];
-        const I* idx = index_ + off[2] + j0 * g_.row_stride[2];
+        const RowTile tile = row_tile(g_, tiling, u);
+        const int64_t len = tile.len;
+        E* dst = out_ + tile.offset[1];
+        const E* src = in_ + tile.offset[0];
+        const I* idx = index_ + tile.offset[2];
         for (int64_t i = 0; i < g_.k; ++i) {
           const I* ix = idx + i * g_.dim_stride[2];
           E* d = dst + i * g_.dim_stride[1];

@@ -177,24 +177,15 @@ class CpuScatter {
 
   // ---- direct ---------------------------------------------------------------
   void run_direct() const {
-    // Cut the row dim too, so that a single outer position (a 2-d scatter
-    // along dim 0) still spreads over threads; each chunk owns its targets.
-    const int64_t want_units = 4 * static_cast<int64_t>(omp_get_max_threads());
-    int64_t chunk = g_.row_len;
-    if (g_.outer_numel < want_units && g_.row_len > 16) {
-      chunk = std::max<int64_t>(16, (g_.row_len * g_.outer_numel + want_units - 1) / want_units);
-    }
-    const int64_t chunks_per_row = (g_.row_len + chunk - 1) / chunk;
-    const int64_t grain = std::max<int64_t>(1, kFoldsPerPiece / std::max<int64_t>(1, g_.k * chunk));
-    parallel_for(g_.outer_numel * chunks_per_row, grain, [&](int64_t begin, int64_t end) {
-      int64_t off[3];
+    const RowTiling tiling = tile_rows(g_, 16, g_.row_len);
+    const int64_t grain = std::max<int64_t>(1, kFoldsPerPiece / std::max<int64_t>(1, g_.k * tiling.chunk));
+    parallel_for(tiling.units, grain, [&](int64_t begin, int64_t end) {
       for (int64_t u = begin; u < end; ++u) {
-        g_.outer.offsets(u / chunks_per_row, off);
-        const int64_t j0 = (u % chunks_per_row) * chunk;
-        const int64_t len = std::min(chunk, g_.row_len - j0);
-        T* dst = self_ + off[0] + j0 * g_.row_stride[0];
-        const T* src = src_ + off[1] + j0 * g_.row_stride[1];
-        const I* idx = index_ + off[2] + j0 * g_.row_stride[2];
+        const RowTile tile = row_tile(g_, tiling, u);
+        const int64_t len = tile.len;
+        T* dst = self_ + tile.offset[0];
+        const T* src = src_ + tile.offset[1];
+        const I* idx = index_ + tile.offset[2];
         if (!include_self_ && R != Reduce::None) {
           for (int64_t i = 0; i < g_.k; ++i) {
             for (int64_t j = 0; j < len; ++j) *target(dst, idx, i, j) = Op::identity();
@@ -231,26 +222,21 @@ class CpuScatter {
 
   void run_shadow() const {
     const int64_t targets = num_targets_;
-    const int64_t want_units = 4 * static_cast<int64_t>(omp_get_max_threads());
-    int64_t chunk = std::min(g_.row_len, kShadowBytes / shadow_bytes_per_column());
-    chunk = std::max<int64_t>(1, std::min(chunk, (g_.row_len * g_.outer_numel + want_units - 1) / want_units));
-    const int64_t chunks_per_row = (g_.row_len + chunk - 1) / chunk;
-    const int64_t units = g_.outer_numel * chunks_per_row;
+    const RowTiling tiling = tile_rows(g_, 1, kShadowBytes / shadow_bytes_per_column());
+    const int64_t chunk = tiling.chunk;
     const int64_t grain = std::max<int64_t>(1, kFoldsPerPiece / std::max<int64_t>(1, g_.k * chunk));
-    const int64_t pieces = pieces_for(units, grain);
+    const int64_t pieces = pieces_for(tiling.units, grain);
     Buffer<A> shadow(pieces * targets * chunk);
     Buffer<uint32_t> hits(pieces * targets * chunk);
-    parallel_pieces(units, grain, [&](int64_t piece, int64_t begin, int64_t end) {
+    parallel_pieces(tiling.units, grain, [&](int64_t piece, int64_t begin, int64_t end) {
       A* acc = shadow.data() + piece * targets * chunk;
       uint32_t* count = hits.data() + piece * targets * chunk;
-      int64_t off[3];
       for (int64_t u = begin; u < end; ++u) {
-        g_.outer.offsets(u / chunks_per_row, off);
-        const int64_t j0 = (u % chunks_per_row) * chunk;
-        const int64_t len = std::min(chunk, g_.row_len - j0);
-        T* dst = self_ + off[0] + j0 * g_.row_stride[0];
-        const T* src = src_ + off[1] + j0 * g_.row_stride[1];
-        const I* idx = index_ + off[2] + j0 * g_.row_stride[2];
+        const RowTile tile = row_tile(g_, tiling, u);
+        const int64_t len = tile.len;
+        T* dst = self_ + tile.offset[0];
+        const T* src = src_ + tile.offset[1];
+        const I* idx = index_ + tile.offset[2];
         for (int64_t t = 0; t < targets; ++t) {
           for (int64_t j = 0; j < len; ++j) {
             acc[t * len + j] = start(dst[t * g_.dim_stride[0] + j * g_.row_stride[0]]);
