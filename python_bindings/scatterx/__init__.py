@@ -1,0 +1,44 @@
+"""scatterx: gather, scatter and index ops with PyTorch's exact semantics.
+
+Takes numpy arrays and torch tensors without copies and returns the same
+kind of array as its main input::
+
+    import numpy as np, scatterx
+    out = scatterx.scatter_reduce(np.zeros(3), 0, np.array([0, 1, 0]), np.array([1., 2., 3.]), "sum")
+
+The functions mirror torch's (names, argument order, keywords); the in-place
+forms end with an underscore. ``scatterx.torch`` holds the autograd
+Functions used when a torch input requires grad.
+"""
+
+from ._C import __version__
+from ._ops import (
+    gather,
+    index_add,
+    index_add_,
+    index_reduce,
+    index_reduce_,
+    index_select,
+    scatter,
+    scatter_,
+    scatter_add,
+    scatter_add_,
+    scatter_reduce,
+    scatter_reduce_,
+)
+
+__all__ = [
+    "__version__",
+    "gather",
+    "index_select",
+    "scatter",
+    "scatter_",
+    "scatter_add",
+    "scatter_add_",
+    "scatter_reduce",
+    "scatter_reduce_",
+    "index_add",
+    "index_add_",
+    "index_reduce",
+    "index_reduce_",
+]

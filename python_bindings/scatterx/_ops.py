@@ -1,0 +1,256 @@
+"""The local ops with torch's names, argument order and keywords.
+
+Arrays travel to the compiled core through DLPack, without copies: numpy
+arrays and torch tensors (any strides, read-only inputs too). The result is
+the same kind of array as the main input (torch in, torch out; numpy in,
+numpy out); in-place forms write into the caller's array and return it.
+
+Errors raise IndexError (an index out of range), TypeError (a dtype) or
+ValueError (any other bad argument), with the core's message:
+``"<op>: <argument> <expected>, got <received>"``.
+
+Gradients: when a torch input requires grad (and grad mode is on), gather,
+index_select, scatter_add, scatter_reduce (sum, mean, amax, amin) and
+index_add are recorded through the autograd Functions of ``scatterx.torch``;
+the other ops refuse such inputs rather than silently dropping the gradient.
+"""
+
+from __future__ import annotations
+
+import numbers
+import sys
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _C
+
+__all__ = [
+    "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce", "scatter_reduce_",
+    "index_select", "index_add", "index_add_", "index_reduce", "index_reduce_",
+]
+
+Array = Any  # numpy.ndarray or torch.Tensor
+
+
+def _torch():
+    """torch if the caller has imported it (scatterx never imports it itself)."""
+    return sys.modules.get("torch")
+
+
+def _is_torch(x) -> bool:
+    torch = _torch()
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _framework(x):
+    return _C.Framework.Torch if _is_torch(x) else _C.Framework.NumPy
+
+
+def _needs_grad(*arrays) -> bool:
+    torch = _torch()
+    if torch is None or not torch.is_grad_enabled():
+        return False
+    return any(_is_torch(a) and a.requires_grad for a in arrays)
+
+
+def _raw(x, op: str, name: str):
+    """What the core reads: the array itself (a tensor detached, as it never records grad)."""
+    if _is_torch(x):
+        return x.detach() if x.requires_grad else x
+    if isinstance(x, np.ndarray) or hasattr(x, "__dlpack__"):
+        return x
+    raise TypeError(f"{op}: expected {name} to be a numpy array or a torch tensor, got {type(x).__name__}")
+
+
+def _writable(x, op: str, name: str):
+    """The array an in-place op writes into; refuses read-only numpy arrays with a clear message."""
+    if isinstance(x, np.ndarray) and not x.flags.writeable:
+        raise ValueError(f"{op}: expected {name} to be writable (it is written in place), got a read-only array")
+    return _raw(x, op, name)
+
+
+def _no_grad_support(op: str, *arrays) -> None:
+    if _needs_grad(*arrays):
+        raise TypeError(
+            f"{op}: scatterx has no gradient for this call, but an input requires grad; "
+            "call .detach() on it, or use the differentiable ops listed in scatterx.torch"
+        )
+
+
+def _is_scalar(x) -> bool:
+    return isinstance(x, (bool, numbers.Number, np.generic)) and not isinstance(x, np.ndarray)
+
+
+def _scalar(x):
+    return x.item() if isinstance(x, np.generic) else x
+
+
+# ---- gather ---------------------------------------------------------------------------------------------
+
+
+def gather(input: Array, dim: int, index: Array, *, sparse_grad: bool = False, out: Optional[Array] = None) -> Array:
+    """torch.gather: ``out[i][j][k] = input[index[i][j][k]][j][k]`` (dim 0).
+
+    ``index`` (int32 or int64) has input's rank and is no larger than input
+    outside ``dim``; the result has index's shape. ``sparse_grad`` is accepted
+    for torch compatibility and ignored.
+    """
+    if out is None and _needs_grad(input):
+        from . import torch as sx_torch
+        return sx_torch.gather(input, dim, index)
+    if out is not None:
+        _no_grad_support("gather", input, out)
+        _C.gather_out(_writable(out, "gather", "out"), _raw(input, "gather", "input"), dim, _raw(index, "gather", "index"))
+        return out
+    return _C.gather(_raw(input, "gather", "input"), dim, _raw(index, "gather", "index"), _framework(input))
+
+
+def index_select(input: Array, dim: int, index: Array, *, out: Optional[Array] = None) -> Array:
+    """torch.index_select: the slices ``input[..., index[i], ...]`` along ``dim``; index is 1-d (or 0-d)."""
+    if out is None and _needs_grad(input):
+        from . import torch as sx_torch
+        return sx_torch.index_select(input, dim, index)
+    op = "index_select"
+    if out is not None:
+        _no_grad_support(op, input, out)
+        _C.index_select_out(_writable(out, op, "out"), _raw(input, op, "input"), dim, _raw(index, op, "index"))
+        return out
+    return _C.index_select(_raw(input, op, "input"), dim, _raw(index, op, "index"), _framework(input))
+
+
+# ---- scatter --------------------------------------------------------------------------------------------
+
+
+def _scatter(in_place: bool, input, dim, index, src, value, reduce):
+    op = "scatter_" if in_place else "scatter"
+    if src is not None and value is not None:
+        raise TypeError(f"{op}: expected either src or value, got both")
+    if src is not None and _is_scalar(src):  # torch takes a Python number in src's place as the value
+        src, value = None, src
+    if src is None and value is None:
+        raise TypeError(f"{op}: expected src (an array) or value (a number), got neither")
+    if reduce is not None and not isinstance(reduce, str):
+        raise TypeError(f"{op}: expected reduce to be None, 'add' or 'multiply', got {reduce!r}")
+    _no_grad_support(op, input, src)
+    reduce_name = "none" if reduce is None else reduce
+    self_ = _writable(input, op, "input") if in_place else _raw(input, op, "input")
+    if src is None:
+        if not _is_scalar(value):
+            raise TypeError(f"{op}: expected value to be a Python number, got {type(value).__name__}")
+        result = _C.scatter_value(self_, dim, _raw(index, op, "index"), _scalar(value), reduce_name, in_place,
+                                  _framework(input))
+    else:
+        result = _C.scatter("scatter", self_, dim, _raw(index, op, "index"), _raw(src, op, "src"), reduce_name, True,
+                            in_place, _framework(input))
+    return input if in_place else result
+
+
+def scatter(input: Array, dim: int, index: Array, src: Any = None, *, value: Any = None,
+            reduce: Optional[str] = None) -> Array:
+    """torch.scatter: a copy of input with ``out[index[i][j]][j] = src[i][j]`` (dim 0).
+
+    ``src`` may be an array or a number (taken as ``value``, as torch does).
+    ``reduce`` is None (plain write; with duplicate indices the last in index
+    order wins, deterministically), ``'add'`` or ``'multiply'``.
+    """
+    return _scatter(False, input, dim, index, src, value, reduce)
+
+
+def scatter_(input: Array, dim: int, index: Array, src: Any = None, *, value: Any = None,
+             reduce: Optional[str] = None) -> Array:
+    """Tensor.scatter_: scatter into ``input`` in place; returns ``input``."""
+    return _scatter(True, input, dim, index, src, value, reduce)
+
+
+def _scatter_reduce(kind, in_place, input, dim, index, src, reduce, include_self):
+    op = kind + ("_" if in_place else "")
+    if not isinstance(reduce, str):
+        raise TypeError(f"{op}: expected reduce to be a string, got {reduce!r}")
+    if not in_place and _needs_grad(input, src):
+        from . import torch as sx_torch
+        return sx_torch.scatter_reduce(input, dim, index, src, reduce, include_self=include_self)
+    _no_grad_support(op, input, src)
+    self_ = _writable(input, op, "input") if in_place else _raw(input, op, "input")
+    result = _C.scatter(kind, self_, dim, _raw(index, op, "index"), _raw(src, op, "src"), reduce,
+                        include_self, in_place, _framework(input))
+    return input if in_place else result
+
+
+def scatter_add(input: Array, dim: int, index: Array, src: Array) -> Array:
+    """torch.scatter_add: a copy of input with ``out[index[i][j]][j] += src[i][j]`` (dim 0)."""
+    return _scatter_reduce("scatter_add", False, input, dim, index, src, "sum", True)
+
+
+def scatter_add_(input: Array, dim: int, index: Array, src: Array) -> Array:
+    """Tensor.scatter_add_: in place; returns ``input``."""
+    return _scatter_reduce("scatter_add", True, input, dim, index, src, "sum", True)
+
+
+def scatter_reduce(input: Array, dim: int, index: Array, src: Array, reduce: str, *,
+                   include_self: bool = True) -> Array:
+    """torch.scatter_reduce with reduce ``'sum' | 'prod' | 'mean' | 'amax' | 'amin'``.
+
+    Every position of input hit by values v1..vn (in index order) becomes the
+    reduction of (input if include_self) and v1..vn; float16/bfloat16
+    accumulate in float and round once; integer means floor; amax/amin
+    propagate NaN; positions no index hits keep their value. Results are
+    bit-identical across runs and thread counts.
+    """
+    return _scatter_reduce("scatter_reduce", False, input, dim, index, src, reduce, include_self)
+
+
+def scatter_reduce_(input: Array, dim: int, index: Array, src: Array, reduce: str, *,
+                    include_self: bool = True) -> Array:
+    """Tensor.scatter_reduce_: in place; returns ``input``."""
+    return _scatter_reduce("scatter_reduce", True, input, dim, index, src, reduce, include_self)
+
+
+# ---- index_add / index_reduce ---------------------------------------------------------------------------
+
+
+def _index_add(in_place, input, dim, index, source, alpha):
+    op = "index_add_" if in_place else "index_add"
+    if not _is_scalar(alpha):
+        raise TypeError(f"{op}: expected alpha to be a Python number, got {type(alpha).__name__}")
+    if not in_place and _needs_grad(input, source):
+        from . import torch as sx_torch
+        return sx_torch.index_add(input, dim, index, source, alpha=alpha)
+    _no_grad_support(op, input, source)
+    self_ = _writable(input, op, "input") if in_place else _raw(input, op, "input")
+    result = _C.index_add(self_, dim, _raw(index, op, "index"), _raw(source, op, "source"),
+                          _scalar(alpha), in_place, _framework(input))
+    return input if in_place else result
+
+
+def index_add(input: Array, dim: int, index: Array, source: Array, *, alpha: Any = 1) -> Array:
+    """torch.index_add: a copy of input with ``out[..., index[i], ...] += alpha * source[..., i, ...]``."""
+    return _index_add(False, input, dim, index, source, alpha)
+
+
+def index_add_(input: Array, dim: int, index: Array, source: Array, *, alpha: Any = 1) -> Array:
+    """Tensor.index_add_: in place; returns ``input``."""
+    return _index_add(True, input, dim, index, source, alpha)
+
+
+def _index_reduce(in_place, input, dim, index, source, reduce, include_self):
+    op = "index_reduce_" if in_place else "index_reduce"
+    if not isinstance(reduce, str):
+        raise TypeError(f"{op}: expected reduce to be a string, got {reduce!r}")
+    _no_grad_support(op, input, source)
+    self_ = _writable(input, op, "input") if in_place else _raw(input, op, "input")
+    result = _C.index_reduce(self_, dim, _raw(index, op, "index"), _raw(source, op, "source"),
+                             reduce, include_self, in_place, _framework(input))
+    return input if in_place else result
+
+
+def index_reduce(input: Array, dim: int, index: Array, source: Array, reduce: str, *,
+                 include_self: bool = True) -> Array:
+    """torch.index_reduce with reduce ``'prod' | 'mean' | 'amax' | 'amin'``."""
+    return _index_reduce(False, input, dim, index, source, reduce, include_self)
+
+
+def index_reduce_(input: Array, dim: int, index: Array, source: Array, reduce: str, *,
+                  include_self: bool = True) -> Array:
+    """Tensor.index_reduce_: in place; returns ``input``."""
+    return _index_reduce(True, input, dim, index, source, reduce, include_self)

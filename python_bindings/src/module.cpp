@@ -1,0 +1,316 @@
+// scatterx._C: the local ops on DLPack arrays (numpy, torch, anything with
+// __dlpack__), without copies. The torch-style signatures live in Python
+// (scatterx/_ops.py); this module only converts arrays, releases the GIL
+// around the kernels and turns scatterx errors into Python exceptions.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+
+#include <complex>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "scatterx.h"
+
+namespace nb = nanobind;
+
+namespace {
+
+using scatterx::DType;
+using scatterx::Reduce;
+using scatterx::Shape;
+using scatterx::Tensor;
+using scatterx::TensorView;
+
+// An array the op reads (read-only arrays are fine) or writes.
+using InArray = nb::ndarray<nb::ro>;
+using OutArray = nb::ndarray<>;
+
+// Which framework a result is handed back as: the one of the main input.
+enum class Framework : int { NumPy = 0, Torch = 1 };
+
+DType dtype_of(const nb::dlpack::dtype& dt, const char* op, const char* name) {
+  using Code = nb::dlpack::dtype_code;
+  const auto code = static_cast<Code>(dt.code);
+  if (dt.lanes == 1) {
+    switch (code) {
+      case Code::Float:
+        if (dt.bits == 16) return DType::Float16;
+        if (dt.bits == 32) return DType::Float32;
+        if (dt.bits == 64) return DType::Float64;
+        break;
+      case Code::Bfloat:
+        if (dt.bits == 16) return DType::BFloat16;
+        break;
+      case Code::Complex:
+        if (dt.bits == 64) return DType::Complex64;
+        if (dt.bits == 128) return DType::Complex128;
+        break;
+      case Code::Int:
+        if (dt.bits == 8) return DType::Int8;
+        if (dt.bits == 16) return DType::Int16;
+        if (dt.bits == 32) return DType::Int32;
+        if (dt.bits == 64) return DType::Int64;
+        break;
+      case Code::UInt:
+        if (dt.bits == 8) return DType::UInt8;
+        break;
+      case Code::Bool:
+        if (dt.bits == 8) return DType::Bool;
+        break;
+      default:
+        break;
+    }
+  }
+  scatterx::detail::raise<scatterx::DTypeError>(op, "expected ", name, " of a dtype scatterx supports (float16, ",
+                                                "bfloat16, float32, float64, complex64, complex128, int8, uint8, ",
+                                                "int16, int32, int64, bool), got DLPack code ", int(dt.code), " with ",
+                                                int(dt.bits), " bits x ", dt.lanes, " lanes");
+}
+
+nb::dlpack::dtype dlpack_dtype(DType d) {
+  using Code = nb::dlpack::dtype_code;
+  auto make = [](Code c, int bits) { return nb::dlpack::dtype{uint8_t(c), uint8_t(bits), 1}; };
+  switch (d) {
+    case DType::Float16:
+      return make(Code::Float, 16);
+    case DType::BFloat16:
+      return make(Code::Bfloat, 16);
+    case DType::Float32:
+      return make(Code::Float, 32);
+    case DType::Float64:
+      return make(Code::Float, 64);
+    case DType::Complex64:
+      return make(Code::Complex, 64);
+    case DType::Complex128:
+      return make(Code::Complex, 128);
+    case DType::Int8:
+      return make(Code::Int, 8);
+    case DType::UInt8:
+      return make(Code::UInt, 8);
+    case DType::Int16:
+      return make(Code::Int, 16);
+    case DType::Int32:
+      return make(Code::Int, 32);
+    case DType::Int64:
+      return make(Code::Int, 64);
+    case DType::Bool:
+      return make(Code::Bool, 8);
+  }
+  return make(Code::Float, 32);
+}
+
+scatterx::Device device_of(int device_type, int device_id, const char* op, const char* name) {
+  if (device_type == nb::device::cpu::value) return scatterx::Device::cpu();
+  if (device_type == nb::device::cuda::value || device_type == nb::device::cuda_managed::value) {
+    return scatterx::Device::cuda(device_id);
+  }
+  scatterx::detail::raise<scatterx::ArgumentError>(op, "expected ", name, " on the cpu or a CUDA device, got DLPack ",
+                                                   "device type ", device_type);
+}
+
+// A view of a DLPack array: same memory, sizes and element strides.
+template <typename Array>
+TensorView view_of(const Array& a, const char* op, const char* name) {
+  const DType dtype = dtype_of(a.dtype(), op, name);
+  SCATTERX_CHECK(a.ndim() <= static_cast<size_t>(scatterx::kMaxDims), ArgumentError, op, "expected ", name,
+                 " with at most ", scatterx::kMaxDims, " dimensions, got ", a.ndim());
+  Shape sizes;
+  Shape strides;
+  for (size_t d = 0; d < a.ndim(); ++d) sizes.push_back(static_cast<int64_t>(a.shape(d)));
+  if (a.stride_ptr() != nullptr) {
+    for (size_t d = 0; d < a.ndim(); ++d) strides.push_back(a.stride(d));
+  } else {
+    strides = scatterx::contiguous_strides(sizes);
+  }
+  return TensorView(const_cast<void*>(static_cast<const void*>(a.data())), dtype, sizes, strides,
+                    device_of(a.device_type(), a.device_id(), op, name));
+}
+
+// Hands a result to Python without copying: the capsule owns the Tensor.
+nb::object to_python(Tensor&& result, Framework framework) {
+  auto* owned = new Tensor(std::move(result));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
+  std::size_t shape[scatterx::kMaxDims];
+  for (int64_t d = 0; d < owned->dim(); ++d) shape[d] = static_cast<size_t>(owned->size(d));
+  const nb::dlpack::dtype dt = dlpack_dtype(owned->dtype());
+  const size_t ndim = static_cast<size_t>(owned->dim());
+  if (framework == Framework::Torch) {
+    return nb::cast(nb::ndarray<nb::pytorch>(owned->data(), ndim, shape, owner, owned->strides().data(), dt));
+  }
+  return nb::cast(nb::ndarray<nb::numpy>(owned->data(), ndim, shape, owner, owned->strides().data(), dt));
+}
+
+scatterx::Scalar scalar_of(const nb::handle& value) {
+  if (nb::isinstance<nb::bool_>(value)) return scatterx::Scalar(nb::cast<bool>(value));
+  if (nb::isinstance<nb::int_>(value)) return scatterx::Scalar(nb::cast<int64_t>(value));
+  if (nb::isinstance<nb::float_>(value)) return scatterx::Scalar(nb::cast<double>(value));
+  if (PyComplex_Check(value.ptr())) {
+    return scatterx::Scalar(
+        scatterx::Complex<double>(PyComplex_RealAsDouble(value.ptr()), PyComplex_ImagAsDouble(value.ptr())));
+  }
+  throw nb::type_error("scatterx: expected a Python bool, int, float or complex scalar");
+}
+
+Reduce reduce_of(const std::string& name, const char* op) { return scatterx::reduce_from_name(name, op); }
+
+// Runs f with the GIL released: kernels never touch Python objects.
+template <typename F>
+decltype(auto) without_gil(F&& f) {
+  nb::gil_scoped_release release;
+  return f();
+}
+
+}  // namespace
+
+NB_MODULE(_C, m) {
+  m.doc() = "scatterx's compiled core: local ops on DLPack arrays (see the scatterx package for the API)";
+  m.attr("__version__") = SCATTERX_VERSION;
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const scatterx::IndexError& e) {
+      PyErr_SetString(PyExc_IndexError, e.what());
+    } catch (const scatterx::DTypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const scatterx::ArgumentError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const scatterx::Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+
+  nb::enum_<Framework>(m, "Framework").value("NumPy", Framework::NumPy).value("Torch", Framework::Torch);
+
+  m.def(
+      "gather",
+      [](const InArray& input, int64_t dim, const InArray& index, Framework fw) {
+        const TensorView in = view_of(input, "gather", "input");
+        const TensorView idx = view_of(index, "gather", "index");
+        return to_python(without_gil([&] { return scatterx::gather(in, dim, idx); }), fw);
+      },
+      nb::arg("input"), nb::arg("dim"), nb::arg("index"), nb::arg("framework"),
+      "torch.gather: out[i][j] = input[index[i][j]][j] (dim 0). Returns a new array.");
+
+  m.def(
+      "gather_out",
+      [](const OutArray& out, const InArray& input, int64_t dim, const InArray& index) {
+        const TensorView o = view_of(out, "gather", "out");
+        const TensorView in = view_of(input, "gather", "input");
+        const TensorView idx = view_of(index, "gather", "index");
+        without_gil([&] { scatterx::gather_out(o, in, dim, idx); });
+      },
+      nb::arg("out"), nb::arg("input"), nb::arg("dim"), nb::arg("index"), "gather into `out`.");
+
+  m.def(
+      "index_select",
+      [](const InArray& input, int64_t dim, const InArray& index, Framework fw) {
+        const TensorView in = view_of(input, "index_select", "input");
+        const TensorView idx = view_of(index, "index_select", "index");
+        return to_python(without_gil([&] { return scatterx::index_select(in, dim, idx); }), fw);
+      },
+      nb::arg("input"), nb::arg("dim"), nb::arg("index"), nb::arg("framework"),
+      "torch.index_select. Returns a new array.");
+
+  m.def(
+      "index_select_out",
+      [](const OutArray& out, const InArray& input, int64_t dim, const InArray& index) {
+        const TensorView o = view_of(out, "index_select", "out");
+        const TensorView in = view_of(input, "index_select", "input");
+        const TensorView idx = view_of(index, "index_select", "index");
+        without_gil([&] { scatterx::index_select_out(o, in, dim, idx); });
+      },
+      nb::arg("out"), nb::arg("input"), nb::arg("dim"), nb::arg("index"), "index_select into `out`.");
+
+  // scatter_, scatter_add_, scatter_reduce_ (kind "scatter", "scatter_add",
+  // "scatter_reduce"): in place when `in_place`, else a new array is returned.
+  m.def(
+      "scatter",
+      [](const std::string& kind, const OutArray& self, int64_t dim, const InArray& index, const InArray& src,
+         const std::string& reduce, bool include_self, bool in_place, Framework fw) -> nb::object {
+        if (kind != "scatter" && kind != "scatter_add" && kind != "scatter_reduce") {
+          throw nb::value_error(("scatterx._C.scatter: unknown kind '" + kind + "'").c_str());
+        }
+        const std::string op = kind + (in_place ? "_" : "");
+        const TensorView s = view_of(self, op.c_str(), "self");
+        const TensorView idx = view_of(index, op.c_str(), "index");
+        const TensorView sr = view_of(src, op.c_str(), "src");
+        const Reduce r = reduce_of(reduce, op.c_str());
+        auto run = [&]() -> std::optional<Tensor> {
+          if (kind == "scatter") {
+            if (!in_place) return scatterx::scatter(s, dim, idx, sr, r);
+            scatterx::scatter_(s, dim, idx, sr, r);
+          } else if (kind == "scatter_add") {
+            if (!in_place) return scatterx::scatter_add(s, dim, idx, sr);
+            scatterx::scatter_add_(s, dim, idx, sr);
+          } else {
+            if (!in_place) return scatterx::scatter_reduce(s, dim, idx, sr, r, include_self);
+            scatterx::scatter_reduce_(s, dim, idx, sr, r, include_self);
+          }
+          return std::nullopt;
+        };
+        std::optional<Tensor> result = without_gil(run);
+        if (!result) return nb::none();
+        return to_python(std::move(*result), fw);
+      },
+      nb::arg("kind"), nb::arg("self"), nb::arg("dim"), nb::arg("index"), nb::arg("src"), nb::arg("reduce"),
+      nb::arg("include_self"), nb::arg("in_place"), nb::arg("framework"),
+      "scatter_ / scatter_add_ / scatter_reduce_ on `self`, or their out-of-place forms.");
+
+  m.def(
+      "scatter_value",
+      [](const OutArray& self, int64_t dim, const InArray& index, const nb::handle& value, const std::string& reduce,
+         bool in_place, Framework fw) -> nb::object {
+        const char* op = in_place ? "scatter_" : "scatter";
+        const TensorView s = view_of(self, op, "self");
+        const TensorView idx = view_of(index, op, "index");
+        const scatterx::Scalar v = scalar_of(value);
+        const Reduce r = reduce_of(reduce, op);
+        if (in_place) {
+          without_gil([&] { scatterx::scatter_(s, dim, idx, v, r); });
+          return nb::none();
+        }
+        return to_python(without_gil([&] { return scatterx::scatter(s, dim, idx, v, r); }), fw);
+      },
+      nb::arg("self"), nb::arg("dim"), nb::arg("index"), nb::arg("value"), nb::arg("reduce"), nb::arg("in_place"),
+      nb::arg("framework"), "scatter_(dim, index, value, reduce=...) or its out-of-place form.");
+
+  m.def(
+      "index_add",
+      [](const OutArray& self, int64_t dim, const InArray& index, const InArray& source, const nb::handle& alpha,
+         bool in_place, Framework fw) -> nb::object {
+        const char* op = in_place ? "index_add_" : "index_add";
+        const TensorView s = view_of(self, op, "self");
+        const TensorView idx = view_of(index, op, "index");
+        const TensorView src = view_of(source, op, "source");
+        const scatterx::Scalar a = scalar_of(alpha);
+        if (in_place) {
+          without_gil([&] { scatterx::index_add_(s, dim, idx, src, a); });
+          return nb::none();
+        }
+        return to_python(without_gil([&] { return scatterx::index_add(s, dim, idx, src, a); }), fw);
+      },
+      nb::arg("self"), nb::arg("dim"), nb::arg("index"), nb::arg("source"), nb::arg("alpha"), nb::arg("in_place"),
+      nb::arg("framework"), "index_add_ or index_add.");
+
+  m.def(
+      "index_reduce",
+      [](const OutArray& self, int64_t dim, const InArray& index, const InArray& source, const std::string& reduce,
+         bool include_self, bool in_place, Framework fw) -> nb::object {
+        const char* op = in_place ? "index_reduce_" : "index_reduce";
+        const TensorView s = view_of(self, op, "self");
+        const TensorView idx = view_of(index, op, "index");
+        const TensorView src = view_of(source, op, "source");
+        const Reduce r = reduce_of(reduce, op);
+        if (in_place) {
+          without_gil([&] { scatterx::index_reduce_(s, dim, idx, src, r, include_self); });
+          return nb::none();
+        }
+        return to_python(without_gil([&] { return scatterx::index_reduce(s, dim, idx, src, r, include_self); }), fw);
+      },
+      nb::arg("self"), nb::arg("dim"), nb::arg("index"), nb::arg("source"), nb::arg("reduce"), nb::arg("include_self"),
+      nb::arg("in_place"), nb::arg("framework"), "index_reduce_ or index_reduce.");
+}
