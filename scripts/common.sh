@@ -6,7 +6,7 @@ SCATTERX_JOBS=${SCATTERX_JOBS:-$(nproc)}
 
 # Debian packages the C++ build needs; installed only when missing.
 scatterx_install_deps() {
-  local wanted=(g++ cmake make libgtest-dev libbenchmark-dev python3)
+  local wanted=(g++ cmake make libgtest-dev libbenchmark-dev python3 python3-dev python3-venv)
   local missing=()
   for pkg in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
@@ -26,4 +26,25 @@ scatterx_build() {
   echo "== configure + build ($preset)"
   cmake --preset "$preset" -S "$SCATTERX_ROOT" >/dev/null
   cmake --build --preset "$preset" -j "$SCATTERX_JOBS"
+}
+
+# scatterx_python_env [torch]: a virtual environment in build/venv with numpy,
+# pytest and the scatterx package built from this checkout (pip install .).
+# With "torch", torch is installed too (a large download; if it fails the
+# torch tests skip and say so).
+SCATTERX_VENV="$SCATTERX_ROOT/build/venv"
+scatterx_python_env() {
+  local with_torch=${1:-}
+  if [ ! -x "$SCATTERX_VENV/bin/python" ]; then
+    echo "== python venv ($SCATTERX_VENV)"
+    python3 -m venv "$SCATTERX_VENV"
+  fi
+  local pip=("$SCATTERX_VENV/bin/python" -m pip --disable-pip-version-check -q)
+  "${pip[@]}" install numpy pytest
+  if [ "$with_torch" = torch ] && ! "$SCATTERX_VENV/bin/python" -c "import torch" 2>/dev/null; then
+    echo "== installing torch (for the torch comparison and autograd tests)"
+    "${pip[@]}" install torch || echo "== torch could not be installed: its tests will be skipped"
+  fi
+  echo "== pip install . (the scatterx Python package)"
+  "${pip[@]}" install "$SCATTERX_ROOT"
 }
