@@ -2,7 +2,10 @@
 // to the tensor's dtype the way torch converts Python numbers.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <string>
 #include <type_traits>
 
 #include "ops/dtype.h"
@@ -31,13 +34,17 @@ class Scalar {
   double imag() const { return imag_; }
   int64_t as_int() const { return kind_ == Kind::Int || kind_ == Kind::Bool ? int_ : static_cast<int64_t>(real_); }
 
-  // Value converted to T: floating to integer truncates toward zero, any
-  // nonzero to bool is true, and a complex with a nonzero imaginary part is
-  // refused for non-complex T.
+  // Value converted to T as torch converts a Python number: floating to
+  // integer truncates toward zero, any nonzero to bool is true. A value
+  // outside T's range (a finite one beyond T's largest finite value for
+  // floating T) and a complex with a nonzero imaginary part for non-complex
+  // T are refused with ArgumentError.
   template <typename T>
   T to(const char* op, const char* argument) const {
     if constexpr (std::is_same_v<T, Complex<float>> || std::is_same_v<T, Complex<double>>) {
       using Part = decltype(T{}.re);
+      check_fits<Part>(real_, op, argument);
+      check_fits<Part>(imag_, op, argument);
       return T(static_cast<Part>(real_), static_cast<Part>(imag_));
     } else {
       SCATTERX_CHECK(imag_ == 0.0, ArgumentError, op, argument, " must be real for ", dtype_name(dtype_of<T>()),
@@ -45,10 +52,30 @@ class Scalar {
       if constexpr (std::is_same_v<T, bool>) {
         return kind_ == Kind::Int || kind_ == Kind::Bool ? int_ != 0 : real_ != 0.0;
       } else if constexpr (std::is_integral_v<T>) {
-        return static_cast<T>(as_int());
+        // torch's range: [lowest, max], and for unsigned T also down to -max
+        // (which wraps, as C does).
+        constexpr double kMax = static_cast<double>(std::numeric_limits<T>::max());
+        constexpr double kLowest =
+            std::is_unsigned_v<T> ? -kMax : static_cast<double>(std::numeric_limits<T>::lowest());
+        if (kind_ == Kind::Int || kind_ == Kind::Bool) {
+          const bool fits = std::is_same_v<T, int64_t> ||
+                            (int_ >= static_cast<int64_t>(kLowest) && int_ <= static_cast<int64_t>(kMax));
+          SCATTERX_CHECK(fits, ArgumentError, op, argument, " ", str(), " cannot be converted to ",
+                         dtype_name(dtype_of<T>()), " without overflow");
+          return static_cast<T>(int_);
+        }
+        // max + 1 and lowest are powers of two, exact as doubles
+        SCATTERX_CHECK(real_ > kLowest - 1.0 && real_ < kMax + 1.0, ArgumentError, op, argument, " ", str(),
+                       " cannot be converted to ", dtype_name(dtype_of<T>()), " without overflow");
+        return static_cast<T>(static_cast<int64_t>(real_));
       } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+        const double largest = std::is_same_v<T, Half> ? 65504.0 : 3.3895313892515355e38;
+        SCATTERX_CHECK(!(std::abs(real_) > largest) || std::isinf(real_), ArgumentError, op, argument, " ", str(),
+                       " cannot be converted to ", dtype_name(dtype_of<T>()), " without overflow");
         return T(static_cast<float>(real_));
       } else {
+        const double v = kind_ == Kind::Int ? static_cast<double>(int_) : real_;
+        check_fits<T>(v, op, argument);
         return static_cast<T>(kind_ == Kind::Int ? static_cast<T>(int_) : static_cast<T>(real_));
       }
     }
@@ -58,6 +85,13 @@ class Scalar {
   std::string str() const;
 
  private:
+  template <typename F>
+  void check_fits(double v, const char* op, const char* argument) const {
+    SCATTERX_CHECK(std::isinf(v) || std::isnan(v) || std::abs(v) <= static_cast<double>(std::numeric_limits<F>::max()),
+                   ArgumentError, op, argument, " ", str(), " cannot be converted to ", dtype_name(dtype_of<F>()),
+                   " without overflow");
+  }
+
   Kind kind_;
   int64_t int_ = 0;
   double real_ = 0.0;

@@ -3,6 +3,8 @@
 // conversions, and dtype / reduce names.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <memory>
 #include <numeric>
@@ -204,8 +206,19 @@ TEST(TensorTest, CopyErrors) {
 }
 
 TEST(ScalarTest, Conversions) {
-  EXPECT_EQ(Scalar(int64_t{300}).to<int8_t>("op", "value"), int8_t{44});  // wraps as a C cast
+  // torch's ranges: [lowest, max], and down to -max for unsigned types (wrapping)
   EXPECT_EQ(Scalar(int64_t{-1}).to<uint8_t>("op", "value"), uint8_t{255});
+  EXPECT_EQ(Scalar(int64_t{-255}).to<uint8_t>("op", "value"), uint8_t{1});
+  EXPECT_EQ(Scalar(int64_t{-128}).to<int8_t>("op", "value"), int8_t{-128});
+  EXPECT_EQ(Scalar(127.9).to<int8_t>("op", "value"), int8_t{127});
+  expect_error<ArgumentError>([] { (void)Scalar(int64_t{300}).to<int8_t>("myop", "value"); },
+                              {"myop: value 300 cannot be converted to int8 without overflow"});
+  expect_error<ArgumentError>([] { (void)Scalar(int64_t{-256}).to<uint8_t>("myop", "value"); }, {"uint8"});
+  expect_error<ArgumentError>([] { (void)Scalar(128.0).to<int8_t>("myop", "value"); }, {"int8", "overflow"});
+  expect_error<ArgumentError>([] { (void)Scalar(1e30).to<int64_t>("myop", "value"); }, {"int64", "overflow"});
+  expect_error<ArgumentError>([] { (void)Scalar(65520.0).to<Half>("myop", "value"); }, {"float16", "overflow"});
+  expect_error<ArgumentError>([] { (void)Scalar(1e39).to<float>("myop", "value"); }, {"float32", "overflow"});
+  EXPECT_TRUE(std::isinf(static_cast<float>(Scalar(1.0 / 0.0).to<Half>("op", "value"))));
   EXPECT_EQ(Scalar(2.7).to<int32_t>("op", "value"), 2);  // truncates toward zero
   EXPECT_EQ(Scalar(-2.7).to<int32_t>("op", "value"), -2);
   EXPECT_EQ(Scalar(0.5).to<bool>("op", "value"), true);

@@ -114,6 +114,9 @@ PreparedScatter prepare_index_op(const char* op, const TensorView& self, int64_t
                    dtype_name(dt), " tensors (a bool alpha is for bool tensors), got ", alpha.str());
     SCATTERX_CHECK(is_complex(dt) || !alpha.is_complex(), DTypeError, op, "expected a real alpha for ", dtype_name(dt),
                    " tensors, got ", alpha.str());
+    dispatch_dtype(dt, op, [&](auto tag) {  // refuses an alpha out of self's range, as torch does
+      (void)alpha.to<CppType<decltype(tag)::value>>(op, "alpha");
+    });
     a.alpha = alpha;
     a.scaled = !(alpha.real() == 1.0 && alpha.imag() == 0.0);
   }

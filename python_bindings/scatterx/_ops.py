@@ -55,9 +55,17 @@ def _needs_grad(*arrays) -> bool:
 
 
 def _raw(x, op: str, name: str):
-    """What the core reads: the array itself (a tensor detached, as it never records grad)."""
+    """What the core reads: the array itself (a tensor detached, as it never records grad).
+
+    A torch conjugate or negative view stores values that differ from what it
+    means; it is materialized first (a copy only in that case).
+    """
     if _is_torch(x):
-        return x.detach() if x.requires_grad else x
+        if x.requires_grad:
+            x = x.detach()
+        if x.is_conj() or x.is_neg():
+            x = x.resolve_conj().resolve_neg()
+        return x
     if isinstance(x, np.ndarray) or hasattr(x, "__dlpack__"):
         return x
     raise TypeError(f"{op}: expected {name} to be a numpy array or a torch tensor, got {type(x).__name__}")
@@ -67,6 +75,9 @@ def _writable(x, op: str, name: str):
     """The array an in-place op writes into; refuses read-only numpy arrays with a clear message."""
     if isinstance(x, np.ndarray) and not x.flags.writeable:
         raise ValueError(f"{op}: expected {name} to be writable (it is written in place), got a read-only array")
+    if _is_torch(x) and (x.is_conj() or x.is_neg()):
+        raise ValueError(f"{op}: expected {name} to hold its values as stored (it is written in place), got a "
+                         f"torch {'conjugate' if x.is_conj() else 'negative'} view; call resolve_conj() / resolve_neg()")
     return _raw(x, op, name)
 
 
@@ -82,8 +93,16 @@ def _is_scalar(x) -> bool:
     return isinstance(x, (bool, numbers.Number, np.generic)) and not isinstance(x, np.ndarray)
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+
+
 def _scalar(x):
-    return x.item() if isinstance(x, np.generic) else x
+    """A Python number for the core; integers beyond int64 travel as floats (as torch takes them)."""
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, int) and not isinstance(x, bool) and not _INT64[0] <= x <= _INT64[1]:
+        return float(x)
+    return x
 
 
 # ---- gather ---------------------------------------------------------------------------------------------

@@ -20,6 +20,11 @@ __all__ = ["gather", "index_select", "scatter_add", "scatter_reduce", "index_add
 _DIFFERENTIABLE_REDUCES = ("sum", "mean", "amax", "amin")
 
 
+def _tensor(x, like: torch.Tensor) -> torch.Tensor:
+    """An index or source given as a numpy array, as a tensor (zero-copy) on like's device."""
+    return x if isinstance(x, torch.Tensor) else torch.as_tensor(x, device=like.device)
+
+
 def _region(t: torch.Tensor, shape) -> torch.Tensor:
     """The leading corner of t with the given shape (an index may be smaller than src)."""
     return t[tuple(slice(0, s) for s in shape)]
@@ -128,22 +133,22 @@ class _ScatterReduce(torch.autograd.Function):
 
 def gather(input: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
     """Differentiable torch.gather on the scatterx kernels."""
-    return _Gather.apply(input, dim, index)
+    return _Gather.apply(input, dim, _tensor(index, input))
 
 
 def index_select(input: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
     """Differentiable torch.index_select on the scatterx kernels."""
-    return _IndexSelect.apply(input, dim, index)
+    return _IndexSelect.apply(input, dim, _tensor(index, input))
 
 
 def index_add(input: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *, alpha=1) -> torch.Tensor:
     """Differentiable torch.index_add on the scatterx kernels."""
-    return _IndexAdd.apply(input, dim, index, source, alpha)
+    return _IndexAdd.apply(input, dim, _tensor(index, input), _tensor(source, input), alpha)
 
 
 def scatter_add(input: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
     """Differentiable torch.scatter_add on the scatterx kernels."""
-    return _ScatterReduce.apply(input, dim, index, src, "sum", True)
+    return _ScatterReduce.apply(input, dim, _tensor(index, input), _tensor(src, input), "sum", True)
 
 
 def scatter_reduce(input: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, *,
@@ -154,4 +159,4 @@ def scatter_reduce(input: torch.Tensor, dim: int, index: torch.Tensor, src: torc
             f"scatter_reduce: scatterx has no gradient for reduce {reduce!r} (it has {', '.join(_DIFFERENTIABLE_REDUCES)}); "
             "call .detach() on the inputs or use torch.scatter_reduce"
         )
-    return _ScatterReduce.apply(input, dim, index, src, reduce, include_self)
+    return _ScatterReduce.apply(input, dim, _tensor(index, input), _tensor(src, input), reduce, include_self)

@@ -229,7 +229,7 @@ NB_MODULE(_C, m) {
   // "scatter_reduce"): in place when `in_place`, else a new array is returned.
   m.def(
       "scatter",
-      [](const std::string& kind, const OutArray& self, int64_t dim, const InArray& index, const InArray& src,
+      [](const std::string& kind, const InArray& self, int64_t dim, const InArray& index, const InArray& src,
          const std::string& reduce, bool include_self, bool in_place, Framework fw) -> nb::object {
         if (kind != "scatter" && kind != "scatter_add" && kind != "scatter_reduce") {
           throw nb::value_error(("scatterx._C.scatter: unknown kind '" + kind + "'").c_str());
@@ -262,7 +262,7 @@ NB_MODULE(_C, m) {
 
   m.def(
       "scatter_value",
-      [](const OutArray& self, int64_t dim, const InArray& index, const nb::handle& value, const std::string& reduce,
+      [](const InArray& self, int64_t dim, const InArray& index, const nb::handle& value, const std::string& reduce,
          bool in_place, Framework fw) -> nb::object {
         const char* op = in_place ? "scatter_" : "scatter";
         const TensorView s = view_of(self, op, "self");
@@ -280,7 +280,7 @@ NB_MODULE(_C, m) {
 
   m.def(
       "index_add",
-      [](const OutArray& self, int64_t dim, const InArray& index, const InArray& source, const nb::handle& alpha,
+      [](const InArray& self, int64_t dim, const InArray& index, const InArray& source, const nb::handle& alpha,
          bool in_place, Framework fw) -> nb::object {
         const char* op = in_place ? "index_add_" : "index_add";
         const TensorView s = view_of(self, op, "self");
@@ -298,7 +298,7 @@ NB_MODULE(_C, m) {
 
   m.def(
       "index_reduce",
-      [](const OutArray& self, int64_t dim, const InArray& index, const InArray& source, const std::string& reduce,
+      [](const InArray& self, int64_t dim, const InArray& index, const InArray& source, const std::string& reduce,
          bool include_self, bool in_place, Framework fw) -> nb::object {
         const char* op = in_place ? "index_reduce_" : "index_reduce";
         const TensorView s = view_of(self, op, "self");

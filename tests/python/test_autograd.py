@@ -1,0 +1,237 @@
+"""Gradients: torch.autograd.gradcheck (float64) of the differentiable ops through scatterx.torch and
+through the plain scatterx functions (which route there when an input requires grad), scatterx's
+gradients against torch's own, and the refusal of ops that have no gradient."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch not installed")
+
+import scatterx as sx  # noqa: E402
+import scatterx.torch as sxt  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def _distinct(shape, gen, scale=1.0):
+    """float64 values, pairwise far apart (no ties, so amax/amin are differentiable)."""
+    n = int(np.prod(shape)) if len(shape) else 1
+    perm = torch.randperm(n, generator=gen).to(torch.float64)
+    return ((perm + 0.1 * torch.rand(n, generator=gen, dtype=torch.float64)) * scale - n / 2).reshape(shape)
+
+
+def _scatter_inputs(seed, small_index=True):
+    gen = torch.Generator().manual_seed(seed)
+    self_ = _distinct((4, 5), gen)
+    src = _distinct((6, 5), gen, scale=1.3)  # larger than the index: only its leading corner is used
+    index = torch.randint(0, 4, (5, 4) if small_index else (6, 5), generator=gen)
+    index[0, 0] = index[1, 0]  # make sure of a duplicate
+    return self_.requires_grad_(), index, src.requires_grad_()
+
+
+def _index_inputs(seed):
+    gen = torch.Generator().manual_seed(seed)
+    self_ = _distinct((5, 3), gen)
+    index = torch.tensor([4, 0, 4, 2, 0, 4])
+    source = _distinct((6, 3), gen, scale=0.7)
+    return self_.requires_grad_(), index, source.requires_grad_()
+
+
+VIAS = {
+    "scatterx.torch": sxt,
+    "scatterx": sx,  # routes to scatterx.torch because inputs require grad
+}
+
+
+# (id, call(module, inputs), inputs factory, torch's own op)
+def _cases():
+    cases = [
+        ("gather", lambda m, s, i, x: m.gather(s, 1, i[:4]), _scatter_inputs,
+         lambda s, i, x: torch.gather(s, 1, i[:4])),
+        ("index_select", lambda m, s, i, x: m.index_select(s, 0, i), _index_inputs,
+         lambda s, i, x: torch.index_select(s, 0, i)),
+        ("scatter_add", lambda m, s, i, x: m.scatter_add(s, 0, i, x), _scatter_inputs,
+         lambda s, i, x: torch.scatter_add(s, 0, i, x)),
+    ]
+    for reduce in ("sum", "mean", "amax", "amin"):
+        for inc in (True, False):
+            cases.append((
+                f"scatter_reduce-{reduce}-{'self' if inc else 'noself'}",
+                lambda m, s, i, x, r=reduce, inc=inc: m.scatter_reduce(s, 0, i, x, r, include_self=inc),
+                _scatter_inputs,
+                lambda s, i, x, r=reduce, inc=inc: torch.scatter_reduce(s, 0, i, x, r, include_self=inc)))
+    for alpha in (1, 2.5):
+        cases.append((f"index_add-alpha_{alpha}", lambda m, s, i, x, a=alpha: m.index_add(s, 0, i, x, alpha=a),
+                      _index_inputs, lambda s, i, x, a=alpha: torch.index_add(s, 0, i, x, alpha=a)))
+    return cases
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize("via", list(VIAS), ids=list(VIAS))
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_gradcheck(case, via):
+    _, call, inputs, _ = case
+    s, i, x = inputs(1)
+    module = VIAS[via]
+    out = call(module, s, i, x)
+    assert out.requires_grad and out.grad_fn is not None, "the result is not recorded for autograd"
+    assert torch.autograd.gradcheck(lambda s, x: call(module, s, i, x), (s, x), eps=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_gradients_match_torch(case):
+    """Same forward and gradients as torch. torch's backward needs index shaped like src, so no smaller index
+    here; index_add with alpha != 1 may differ in the last bit (torch fuses the multiply-add)."""
+    op_id, call, inputs, torch_op = case
+    for seed in (2, 3, 4):
+        s, i, x = inputs(seed, small_index=False) if inputs is _scatter_inputs else inputs(seed)
+        out = call(sx, s, i, x)
+        expected = torch_op(s, i, x)
+        exact = op_id != "index_add-alpha_2.5"
+        torch.testing.assert_close(out, expected, rtol=0 if exact else 1e-14, atol=0 if exact else 1e-13)
+        grad = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+        mine = torch.autograd.grad(out, (s, x), grad, allow_unused=True)
+        theirs = torch.autograd.grad(expected, (s, x), grad, allow_unused=True)
+        for name, m, t in zip(("self", "src"), mine, theirs):
+            m = torch.zeros_like(s if name == "self" else x) if m is None else m
+            t = torch.zeros_like(s if name == "self" else x) if t is None else t
+            torch.testing.assert_close(m, t, rtol=1e-12, atol=1e-12, msg=lambda msg: f"grad of {name}: {msg}")
+
+
+def test_gradient_with_only_src_requiring_grad():
+    s, i, x = _scatter_inputs(5, small_index=False)
+    s = s.detach()
+    out = sx.scatter_reduce(s, 0, i, x, "mean", include_self=False)
+    out.sum().backward()
+    expected_x = x.detach().clone().requires_grad_()
+    torch.scatter_reduce(s, 0, i, expected_x, "mean", include_self=False).sum().backward()
+    torch.testing.assert_close(x.grad, expected_x.grad)
+
+
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+def test_tie_rule_shares_the_gradient_evenly(reduce):
+    """Ties share the gradient evenly among the elements equal to the result: self counts only when
+    include_self (scatterx's documented rule; torch counts a tying self even with include_self=False, so
+    its shares sum to less than 1 there, and only include_self=True is compared with torch)."""
+    self_ = torch.tensor([3.0, 1.0], dtype=torch.float64, requires_grad=True)
+    src = torch.tensor([3.0, 3.0, 1.0 + (0.5 if reduce == "amin" else -0.5)], dtype=torch.float64, requires_grad=True)
+    index = torch.tensor([0, 0, 1])
+    mine = torch.autograd.grad(sx.scatter_reduce(self_, 0, index, src, reduce).sum(), (self_, src))
+    theirs = torch.autograd.grad(torch.scatter_reduce(self_, 0, index, src, reduce).sum(), (self_, src))
+    for m, t in zip(mine, theirs):
+        torch.testing.assert_close(m, t)
+    third = 1 / 3
+    torch.testing.assert_close(mine[0], torch.tensor([third, 1.0], dtype=torch.float64))
+    torch.testing.assert_close(mine[1], torch.tensor([third, third, 0.0], dtype=torch.float64))
+    g_self, g_src = torch.autograd.grad(sx.scatter_reduce(self_, 0, index, src, reduce, include_self=False).sum(),
+                                        (self_, src))
+    torch.testing.assert_close(g_self, torch.zeros(2, dtype=torch.float64))
+    torch.testing.assert_close(g_src, torch.tensor([0.5, 0.5, 1.0], dtype=torch.float64))
+
+
+# ---- ops without gradient ---------------------------------------------------------------------------
+
+
+def _no_grad_calls():
+    """(id, call returning (result, the array it must be or None))"""
+    s = lambda: torch.rand(4, 3, dtype=torch.float64, requires_grad=True)  # noqa: E731
+    i2 = torch.tensor([[0, 1, 3], [2, 2, 0]])
+    i1 = torch.tensor([3, 0, 3])
+    src = lambda: torch.rand(4, 3, dtype=torch.float64, requires_grad=True)  # noqa: E731
+
+    def in_place(f, target, *args, **kw):
+        return f(target, *args, **kw), target
+
+    def out_form(f, *args, out, **kw):
+        return f(*args, out=out, **kw), out
+
+    return [
+        ("index_reduce", lambda: (sx.index_reduce(s(), 0, i1, src()[:3], "amax"), None)),
+        ("index_reduce-src-only", lambda: (sx.index_reduce(s().detach(), 0, i1, src()[:3], "mean"), None)),
+        ("scatter_reduce-prod", lambda: (sx.scatter_reduce(s(), 0, i2, src(), "prod"), None)),
+        ("scatter", lambda: (sx.scatter(s(), 0, i2, src()), None)),
+        ("scatter-src-only", lambda: (sx.scatter(s().detach(), 0, i2, src(), reduce="add"), None)),
+        ("scatter-value", lambda: (sx.scatter(s(), 0, i2, 1.5), None)),
+        ("scatter_", lambda: in_place(sx.scatter_, s(), 0, i2, src())),
+        ("scatter_add_", lambda: in_place(sx.scatter_add_, s(), 0, i2, src())),
+        ("scatter_add_-src-only", lambda: in_place(sx.scatter_add_, s().detach(), 0, i2, src())),
+        ("scatter_reduce_", lambda: in_place(sx.scatter_reduce_, s(), 0, i2, src(), "sum")),
+        ("index_add_", lambda: in_place(sx.index_add_, s(), 0, i1, src()[:3])),
+        ("index_reduce_", lambda: in_place(sx.index_reduce_, s(), 0, i1, src()[:3], "amin")),
+        ("gather-out", lambda: out_form(sx.gather, s(), 0, i2, out=torch.empty(2, 3, dtype=torch.float64))),
+        ("gather-out-requires-grad", lambda: out_form(sx.gather, s().detach(), 0, i2, out=torch.empty(
+            2, 3, dtype=torch.float64, requires_grad=True))),
+        ("index_select-out", lambda: out_form(sx.index_select, s(), 0, i1, out=torch.empty(3, 3, dtype=torch.float64))),
+    ]
+
+
+NO_GRAD = _no_grad_calls()
+
+
+@pytest.mark.parametrize("call", [c[1] for c in NO_GRAD], ids=[c[0] for c in NO_GRAD])
+def test_non_differentiable_ops_refuse_inputs_requiring_grad(call):
+    with pytest.raises(TypeError, match=r"call \.detach\(\)"):
+        call()
+    with torch.no_grad():
+        out, target = call()
+    if target is None:
+        assert isinstance(out, torch.Tensor) and not out.requires_grad
+    else:
+        assert out is target
+
+
+def test_scatterx_torch_scatter_reduce_has_no_prod():
+    s = torch.rand(3, dtype=torch.float64)
+    with pytest.raises(TypeError, match=r"no gradient for reduce 'prod'.*detach"):
+        sxt.scatter_reduce(s, 0, torch.tensor([0, 0]), s[:2], "prod")
+
+
+def test_in_place_on_a_leaf_under_no_grad_writes_it():
+    leaf = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    with torch.no_grad():
+        assert sx.scatter_add_(leaf, 0, torch.tensor([1, 1]), torch.ones(2, dtype=torch.float64)) is leaf
+    assert leaf.tolist() == [0.0, 2.0, 0.0]
+    assert leaf.requires_grad
+
+
+def test_under_no_grad_differentiable_ops_record_nothing():
+    s, i, x = _scatter_inputs(6)
+    with torch.no_grad():
+        out = sx.scatter_reduce(s, 0, i, x, "sum")
+    assert not out.requires_grad and out.grad_fn is None
+    torch.testing.assert_close(out, torch.scatter_reduce(s.detach(), 0, i, x.detach(), "sum"), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_non_contiguous_upstream_gradient_and_int32_index(case):
+    """The backward receives a transposed gradient (the result is used through .t()), index is int32."""
+    op_id, call, inputs, torch_op = case
+    s, i, x = inputs(7, small_index=False) if inputs is _scatter_inputs else inputs(7)
+    i32 = i.to(torch.int32)
+    out = call(sx, s, i32, x)
+    expected = torch_op(s, i, x)
+    weight = torch.randn(tuple(reversed(out.shape)), generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    mine = torch.autograd.grad((out.t() * weight).sum(), (s, x), allow_unused=True)
+    theirs = torch.autograd.grad((expected.t() * weight).sum(), (s, x), allow_unused=True)
+    for m, t in zip(mine, theirs):
+        if m is None or t is None:
+            assert (m is None or not m.any()) and (t is None or not t.any())
+        else:
+            torch.testing.assert_close(m, t, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_numpy_index_with_an_input_requiring_grad(case):
+    """A numpy index works with torch inputs (the result follows the main input); it must keep working
+    when an input requires grad and the call is recorded for autograd."""
+    op_id, call, inputs, torch_op = case
+    s, i, x = inputs(8, small_index=False) if inputs is _scatter_inputs else inputs(8)
+    out = call(sx, s, i.numpy(), x)
+    torch.testing.assert_close(out, torch_op(s, i, x), rtol=1e-14, atol=1e-13)
+    mine = torch.autograd.grad(out.sum(), (s, x), allow_unused=True)
+    theirs = torch.autograd.grad(torch_op(s, i, x).sum(), (s, x), allow_unused=True)
+    for m, t in zip(mine, theirs):
+        if m is not None and t is not None:
+            torch.testing.assert_close(m, t, rtol=1e-12, atol=1e-12)

@@ -1,0 +1,54 @@
+"""The installed package: public API, typing stubs (_C.pyi, py.typed), version, no torch import."""
+
+import ast
+import importlib.metadata
+import inspect
+import pathlib
+import subprocess
+import sys
+
+import scatterx
+from scatterx import _C
+
+PUBLIC = ["gather", "index_select", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
+          "scatter_reduce_", "index_add", "index_add_", "index_reduce", "index_reduce_"]
+PACKAGE_DIR = pathlib.Path(scatterx.__file__).parent
+
+
+def test_public_api():
+    assert sorted(scatterx.__all__) == sorted(PUBLIC + ["__version__"])
+    for name in PUBLIC:
+        f = getattr(scatterx, name)
+        assert callable(f) and f.__doc__, name
+        params = list(inspect.signature(f).parameters)
+        assert params[:3] == ["input", "dim", "index"], (name, params)
+
+
+def test_version_matches_the_distribution():
+    assert scatterx.__version__ == importlib.metadata.version("scatterx")
+    assert _C.__version__ == scatterx.__version__
+
+
+def test_stub_and_marker_are_installed():
+    assert (PACKAGE_DIR / "py.typed").is_file()
+    stub = PACKAGE_DIR / "_C.pyi"
+    assert stub.is_file()
+    files = {str(f) for f in importlib.metadata.files("scatterx")}
+    assert "scatterx/py.typed" in files and "scatterx/_C.pyi" in files
+
+
+def test_stub_declares_every_compiled_function():
+    tree = ast.parse((PACKAGE_DIR / "_C.pyi").read_text())
+    declared = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    compiled = {name for name in dir(_C) if not name.startswith("_") and callable(getattr(_C, name))}
+    assert compiled, "the extension exports nothing"
+    assert compiled <= declared, f"not in _C.pyi: {sorted(compiled - declared)}"
+    assert {"gather", "gather_out", "index_select", "index_select_out", "scatter", "scatter_value", "index_add",
+            "index_reduce", "Framework"} <= declared
+
+
+def test_importing_scatterx_does_not_import_torch():
+    code = "import sys, numpy, scatterx; scatterx.gather(numpy.zeros(2), 0, numpy.zeros(1, 'int64')); " \
+           "print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "False"
