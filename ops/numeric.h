@@ -74,8 +74,10 @@ SCATTERX_INLINE float half_bits_to_float(uint16_t h) {
 
 SCATTERX_INLINE uint16_t float_to_bfloat16_bits(float f) {
   const uint32_t x = float_bits(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x0040u);  // quiet NaN
-  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+  // Both outcomes computed, one selected: loops of conversions vectorize.
+  const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  const uint32_t quiet_nan = (x >> 16) | 0x0040u;
+  return static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
 }
 
 SCATTERX_INLINE float bfloat16_bits_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "ops/detail/strided.h"
+#include "ops/macros.h"
 #include "ops/tensor.h"
 
 namespace scatterx::detail {
@@ -104,11 +105,21 @@ inline RowTile row_tile(const IndexGeometry& g, const RowTiling& t, int64_t u) {
   return tile;
 }
 
-// Prefetches the first bytes of a row about to be read at a random address.
-inline void prefetch_row(const void* p, int64_t bytes) {
+// Prefetches the first bytes (up to 8 cache lines) of a row about to be read
+// at a random address. Straight-line code on purpose: GCC deletes a loop of
+// prefetches as a loop without side effects.
+SCATTERX_INLINE void prefetch_row(const void* p, int64_t bytes) {
   const char* c = static_cast<const char*>(p);
-  const int64_t lines = bytes < 512 ? (bytes + 63) / 64 : 8;
-  for (int64_t l = 0; l < lines; ++l) __builtin_prefetch(c + l * 64);
+  __builtin_prefetch(c);
+  if (bytes > 64) __builtin_prefetch(c + 64);
+  if (bytes > 128) __builtin_prefetch(c + 128);
+  if (bytes > 192) __builtin_prefetch(c + 192);
+  if (bytes > 256) {
+    __builtin_prefetch(c + 256);
+    if (bytes > 320) __builtin_prefetch(c + 320);
+    if (bytes > 384) __builtin_prefetch(c + 384);
+    if (bytes > 448) __builtin_prefetch(c + 448);
+  }
 }
 
 }  // namespace scatterx::detail

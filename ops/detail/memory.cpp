@@ -1,5 +1,7 @@
 #include "ops/detail/memory.h"
 
+#include "ops/detail/stream_copy.h"
+
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -84,6 +86,19 @@ size_t scratch_cached_bytes() {
   ScratchCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   return c.cached;
+}
+
+}  // namespace scatterx::detail
+
+namespace scatterx::detail {
+
+int64_t streaming_store_threshold() {
+  static const int64_t threshold = [] {
+    if (const char* forced = std::getenv("SCATTERX_STREAMING_STORE_BYTES"))
+      return static_cast<int64_t>(std::atoll(forced));
+    return int64_t{32} << 20;
+  }();
+  return threshold;
 }
 
 }  // namespace scatterx::detail

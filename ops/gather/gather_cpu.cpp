@@ -6,6 +6,7 @@
 #include "ops/detail/bytes.h"
 #include "ops/detail/index_geometry.h"
 #include "ops/detail/parallel.h"
+#include "ops/detail/stream_copy.h"
 #include "ops/dispatch.h"
 #include "ops/gather/gather_kernel.h"
 
@@ -40,7 +41,9 @@ class CpuGather {
     const int64_t row_bytes = g_.row_len * int64_t{sizeof(E)};
     const bool contiguous = g_.row_stride[0] == 1 && g_.row_stride[1] == 1;
     const int64_t grain = std::max<int64_t>(1, kCopyBytesPerPiece / row_bytes);
-    parallel_for(g_.outer_numel * g_.k, grain, [&](int64_t begin, int64_t end) {
+    const int64_t positions = g_.outer_numel * g_.k;
+    const bool streaming = contiguous && row_bytes >= 64 && positions * row_bytes >= streaming_store_threshold();
+    parallel_for(positions, grain, [&](int64_t begin, int64_t end) {
       int64_t cached_outer = -1;
       int64_t off[3] = {};
       constexpr int64_t kAhead = 4;  // source rows are at random addresses: fetch a few ahead
@@ -56,12 +59,15 @@ class CpuGather {
         }
         E* dst = out_ + off[1] + i * g_.dim_stride[1];
         const E* src = in_ + off[0] + source_row(i);
-        if (contiguous) {
+        if (streaming) {
+          copy_streaming(dst, src, row_bytes);
+        } else if (contiguous) {
           std::memcpy(dst, src, static_cast<size_t>(row_bytes));
         } else {
           for (int64_t j = 0; j < g_.row_len; ++j) dst[j * g_.row_stride[1]] = src[j * g_.row_stride[0]];
         }
       }
+      if (streaming) streaming_store_fence();
     });
   }
 

@@ -24,6 +24,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "ops/detail/cpu_isa.h"
 #include "ops/detail/index_geometry.h"
 #include "ops/detail/parallel.h"
 #include "ops/detail/segments.h"
@@ -98,40 +99,46 @@ class CpuScatter {
   void run_grouped() const {
     const TargetGroups groups = group_by_target(index_, g_.dim_stride[2], g_.k, num_targets_);
     const int64_t chunk = std::min(g_.row_len, kRowChunk);
-    const int64_t chunks_per_row = (g_.row_len + chunk - 1) / chunk;
-    const int64_t units_per_outer = groups.num_groups * chunks_per_row;
-    const int64_t mean_group = std::max<int64_t>(1, g_.k / std::max<int64_t>(groups.num_groups, 1));
-    const int64_t grain = std::max<int64_t>(1, kFoldsPerPiece / (chunk * mean_group));
     const bool unit_rows = g_.row_stride[0] == 1 && g_.row_stride[1] == 1;
     // Source rows come at random addresses; keep ~4 KiB of them in flight.
     // The look-ahead runs along the whole sorted order, across group ends.
     const int64_t ahead = std::clamp<int64_t>(4096 / (chunk * int64_t{sizeof(T)}), 2, 16);
-    parallel_for_dynamic(g_.outer_numel * units_per_outer, grain, [&](int64_t begin, int64_t end) {
-      int64_t cached_outer = -1;
+    // Each piece of work is a run of consecutive groups holding about the
+    // same number of source rows (groups.offsets counts rows), so prefetching
+    // streams through a piece and skewed (power-law) groups still balance.
+    const int64_t wanted = (8 * static_cast<int64_t>(omp_get_max_threads()) + g_.outer_numel - 1) / g_.outer_numel;
+    const int64_t affordable = std::max<int64_t>(1, g_.k * g_.row_len / kFoldsPerPiece);
+    const int64_t group_pieces = std::max<int64_t>(1, std::min({wanted, affordable, groups.num_groups}));
+    Buffer<int64_t> first_group(group_pieces + 1);
+    for (int64_t p = 0; p < group_pieces; ++p) {
+      const int64_t rows_before = g_.k * p / group_pieces;
+      first_group[p] = std::lower_bound(groups.offsets.data(), groups.offsets.data() + groups.num_groups, rows_before) -
+                       groups.offsets.data();
+    }
+    first_group[group_pieces] = groups.num_groups;
+    const FoldFn fold_fn = unit_rows ? (scaled_ ? pick_fold<true, true>() : pick_fold<true, false>())
+                                     : (scaled_ ? pick_fold<false, true>() : pick_fold<false, false>());
+    parallel_for_dynamic(g_.outer_numel * group_pieces, 1, [&](int64_t begin, int64_t end) {
       int64_t off[3] = {};
+      GroupFold fold;
+      fold.ahead = ahead;
       for (int64_t u = begin; u < end; ++u) {
-        const int64_t o = u / units_per_outer;
-        const int64_t group = (u % units_per_outer) / chunks_per_row;
-        const int64_t first = groups.offsets[group];
-        const int64_t n = groups.offsets[group + 1] - first;
-        if (n == 0) continue;  // a target no index hits (dense groups) keeps its value
-        const int64_t j0 = (u % chunks_per_row) * chunk;
-        if (o != cached_outer) {
-          g_.outer.offsets(o, off);
-          cached_outer = o;
-        }
-        GroupFold fold;
-        fold.dst = self_ + off[0] + groups.target_of(group) * g_.dim_stride[0] + j0 * g_.row_stride[0];
-        fold.src = src_ + off[1] + j0 * g_.row_stride[1];
-        fold.pos = groups.order.data() + first;
-        fold.n = n;
-        fold.prefetchable = unit_rows ? std::min(ahead, g_.k - first - n) : 0;
-        fold.ahead = ahead;
-        fold.len = std::min(chunk, g_.row_len - j0);
-        if (unit_rows) {
-          scaled_ ? fold_group<true, true>(fold) : fold_group<true, false>(fold);
-        } else {
-          scaled_ ? fold_group<false, true>(fold) : fold_group<false, false>(fold);
+        const int64_t piece = u % group_pieces;
+        g_.outer.offsets(u / group_pieces, off);
+        for (int64_t group = first_group[piece]; group < first_group[piece + 1]; ++group) {
+          const int64_t first = groups.offsets[group];
+          const int64_t n = groups.offsets[group + 1] - first;
+          if (n == 0) continue;  // a target no index hits (dense groups) keeps its value
+          fold.pos = groups.order.data() + first;
+          fold.n = n;
+          fold.prefetchable = unit_rows ? std::min(ahead, g_.k - first - n) : 0;
+          // a long row is folded chunk by chunk (the accumulator is on the stack)
+          for (int64_t j0 = 0; j0 < g_.row_len; j0 += chunk) {
+            fold.dst = self_ + off[0] + groups.target_of(group) * g_.dim_stride[0] + j0 * g_.row_stride[0];
+            fold.src = src_ + off[1] + j0 * g_.row_stride[1];
+            fold.len = std::min(chunk, g_.row_len - j0);
+            (this->*fold_fn)(fold);
+          }
         }
       }
     });
@@ -147,8 +154,26 @@ class CpuScatter {
     int64_t len;
   };
 
+  using FoldFn = void (CpuScatter::*)(const GroupFold&) const;
+
+  // The fold, compiled for the baseline ISA and for AVX2 (see cpu_isa.h).
   template <bool kUnitStride, bool kScaled>
   void fold_group(const GroupFold& f) const {
+    fold_group_body<kUnitStride, kScaled>(f);
+  }
+  template <bool kUnitStride, bool kScaled>
+  SCATTERX_TARGET_AVX2 void fold_group_avx2(const GroupFold& f) const {
+    fold_group_body<kUnitStride, kScaled>(f);
+  }
+
+  template <bool kUnitStride, bool kScaled>
+  FoldFn pick_fold() const {
+    return use_avx2() ? &CpuScatter::fold_group_avx2<kUnitStride, kScaled>
+                      : &CpuScatter::fold_group<kUnitStride, kScaled>;
+  }
+
+  template <bool kUnitStride, bool kScaled>
+  SCATTERX_INLINE void fold_group_body(const GroupFold& f) const {
     const int64_t ds = kUnitStride ? 1 : g_.row_stride[0];
     const int64_t ss = kUnitStride ? 1 : g_.row_stride[1];
     const int64_t step = g_.dim_stride[1];
@@ -161,8 +186,9 @@ class CpuScatter {
       }
       return;
     }
+    T* dst = f.dst;
     A acc[kRowChunk];
-    for (int64_t j = 0; j < f.len; ++j) acc[j] = start(f.dst[j * ds]);
+    for (int64_t j = 0; j < f.len; ++j) acc[j] = start(dst[j * ds]);
     const int64_t prefetch_end = f.n + f.prefetchable;
     for (int64_t p = 0; p < f.n; ++p) {
       if (kUnitStride && p + f.ahead < prefetch_end) {
@@ -172,7 +198,7 @@ class CpuScatter {
       for (int64_t j = 0; j < f.len; ++j) acc[j] = Op::combine(acc[j], value<kScaled>(row[j * ss]));
     }
     const int64_t count = f.n + (include_self_ ? 1 : 0);
-    for (int64_t j = 0; j < f.len; ++j) f.dst[j * ds] = static_cast<T>(Op::finalize(acc[j], count));
+    for (int64_t j = 0; j < f.len; ++j) dst[j * ds] = static_cast<T>(Op::finalize(acc[j], count));
   }
 
   // ---- direct ---------------------------------------------------------------
