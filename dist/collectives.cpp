@@ -1,0 +1,1115 @@
+// The collectives of dist.h over MPI point-to-point messages.
+//
+// Data moves as bytes; reductions run on the received bytes through the
+// local reduce functors (ops/detail/combine.h), and non-contiguous views are
+// packed and unpacked by the local copy kernels. Every collective:
+//   1. checks its local arguments (raising before any message);
+//   2. when the metadata exchange is on, all-gathers a small record per rank
+//      (dtype, shape, split sizes, whether its local checks failed) so that
+//      every rank detects the same disagreement and raises the same error;
+//   3. moves the data with non-blocking calls polled against the deadline.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dist/internal.h"
+#include "ops/detail/checks.h"
+#include "ops/detail/combine.h"
+#include "ops/detail/memory.h"
+#include "ops/reduce.h"
+
+namespace scatterx::dist {
+
+namespace {
+
+using detail::concat;
+using detail::raise;
+
+// Pipelining granule of the rings: small enough that the reduction of one
+// chunk overlaps the transfer of the next, large enough to keep the
+// per-message cost small. SCATTERX_DIST_CHUNK_BYTES overrides it.
+int64_t chunk_bytes() {
+  static const int64_t bytes = [] {
+    if (const char* env = std::getenv("SCATTERX_DIST_CHUNK_BYTES")) {
+      const long long v = std::atoll(env);
+      if (v > 0) return static_cast<int64_t>(v);
+    }
+    return int64_t{1} << 20;
+  }();
+  return bytes;
+}
+
+// MPI counts are ints: longer messages go as several pieces of this size.
+constexpr int64_t kMaxMessageBytes = int64_t{1} << 30;
+
+// ---- scratch -----------------------------------------------------------------
+
+// Kernel scratch from the recycling cache. After a timeout a cancelled
+// message may still land in it, so a broken communicator's scratch is never
+// handed out again.
+class Scratch {
+ public:
+  Scratch(int64_t bytes, const Communicator::State& owner) : owner_(owner) {
+    if (bytes > 0) std::tie(data_, capacity_) = detail::scratch_acquire(static_cast<size_t>(bytes));
+  }
+  ~Scratch() {
+    if (!owner_.broken) detail::scratch_release(data_, capacity_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  char* data() const { return static_cast<char*>(data_); }
+
+ private:
+  const Communicator::State& owner_;
+  void* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+// A view's bytes, contiguous: the view itself, or a packed copy.
+class PackedInput {
+ public:
+  explicit PackedInput(const TensorView& v) {
+    if (v.is_contiguous()) {
+      data_ = static_cast<const char*>(v.data());
+    } else {
+      copy_ = Tensor::clone(v);
+      data_ = static_cast<const char*>(copy_.data());
+    }
+  }
+  const char* data() const { return data_; }
+
+ private:
+  Tensor copy_;
+  const char* data_ = nullptr;
+};
+
+// Where a collective writes a view: the view itself when contiguous, else a
+// contiguous stand-in that commit() unpacks into the view.
+class StagedOutput {
+ public:
+  StagedOutput(const TensorView& v, bool keep_values) : view_(v) {
+    if (v.is_contiguous()) {
+      data_ = static_cast<char*>(v.data());
+    } else {
+      stand_in_ = keep_values ? Tensor::clone(v) : Tensor::empty(v.sizes(), v.dtype());
+      data_ = static_cast<char*>(stand_in_.data());
+    }
+  }
+  char* data() const { return data_; }
+  void commit() {
+    if (stand_in_.owns_memory()) copy_(view_, stand_in_);
+  }
+
+ private:
+  TensorView view_;
+  Tensor stand_in_;
+  char* data_ = nullptr;
+};
+
+// ---- point-to-point helpers ----------------------------------------------------
+
+void post_send(const char* data, int64_t bytes, int peer, int tag, MPI_Comm comm, std::vector<MPI_Request>& out,
+               const char* op) {
+  do {
+    const int64_t piece = std::min(bytes, kMaxMessageBytes);
+    MPI_Request r;
+    check_mpi(MPI_Isend(data, static_cast<int>(piece), MPI_BYTE, peer, tag, comm, &r), op, "MPI_Isend");
+    out.push_back(r);
+    data += piece;
+    bytes -= piece;
+  } while (bytes > 0);
+}
+
+void post_recv(char* data, int64_t bytes, int peer, int tag, MPI_Comm comm, std::vector<MPI_Request>& out,
+               const char* op) {
+  do {
+    const int64_t piece = std::min(bytes, kMaxMessageBytes);
+    MPI_Request r;
+    check_mpi(MPI_Irecv(data, static_cast<int>(piece), MPI_BYTE, peer, tag, comm, &r), op, "MPI_Irecv");
+    out.push_back(r);
+    data += piece;
+    bytes -= piece;
+  } while (bytes > 0);
+}
+
+std::string rank_name(int r) { return concat("rank ", r); }
+
+// ---- metadata exchange -----------------------------------------------------------
+
+// What one rank says about its call. `values` holds op-specific numbers of
+// the same length on every rank (split sizes, per-peer sizes).
+struct Meta {
+  int64_t local_error = 0;  // this rank's local checks failed
+  int64_t dtype = 0;
+  int64_t ndim = 0;
+  int64_t shape[kMaxDims] = {};
+  int64_t extra = 0;  // op-specific scalar (e.g. broadcast's root, the reduce op)
+  std::vector<int64_t> values;
+
+  void describe(const TensorView& v) {
+    dtype = static_cast<int64_t>(v.dtype());
+    ndim = v.dim();
+    for (int64_t d = 0; d < v.dim(); ++d) shape[d] = v.sizes()[d];
+  }
+  std::string shape_str() const {
+    std::ostringstream s;
+    s << "[";
+    for (int64_t d = 0; d < ndim; ++d) s << (d ? ", " : "") << shape[d];
+    s << "]";
+    return s.str();
+  }
+  bool same_shape(const Meta& o) const { return ndim == o.ndim && std::equal(shape, shape + ndim, o.shape); }
+};
+
+constexpr int64_t kMetaHeader = 4 + kMaxDims;
+// Data messages use tags below 30000 (State::next_tag).
+constexpr int kMetaTag = 30001;
+
+std::vector<Meta> exchange_meta(Communicator::State& s, Waiter& w, const Meta& mine, const char* op) {
+  const int64_t n_values = static_cast<int64_t>(mine.values.size());
+  const int64_t record = kMetaHeader + n_values;
+  std::vector<int64_t> send(static_cast<size_t>(record));
+  send[0] = mine.local_error;
+  send[1] = mine.dtype;
+  send[2] = mine.ndim;
+  std::copy(mine.shape, mine.shape + kMaxDims, send.begin() + 3);
+  send[3 + kMaxDims] = mine.extra;
+  std::copy(mine.values.begin(), mine.values.end(), send.begin() + kMetaHeader);
+  std::vector<int64_t> all(static_cast<size_t>(record * s.size));
+  std::copy(send.begin(), send.end(), all.begin() + s.rank * record);
+  // Point-to-point rather than MPI_Iallgather: a receive can be cancelled
+  // when a peer never comes, a non-blocking collective cannot.
+  std::vector<MPI_Request> reqs;
+  const int bytes = static_cast<int>(record * static_cast<int64_t>(sizeof(int64_t)));
+  for (int i = 1; i < s.size; ++i) {
+    const int from = (s.rank - i + s.size) % s.size;
+    post_recv(reinterpret_cast<char*>(all.data() + from * record), bytes, from, kMetaTag, s.comm, reqs, op);
+  }
+  for (int i = 1; i < s.size; ++i) {
+    post_send(reinterpret_cast<const char*>(send.data()), bytes, (s.rank + i) % s.size, kMetaTag, s.comm, reqs, op);
+  }
+  w.wait_all(static_cast<int>(reqs.size()), reqs.data(),
+             "every rank's metadata (does every rank call this collective?)");
+  std::vector<Meta> metas(static_cast<size_t>(s.size));
+  for (int r = 0; r < s.size; ++r) {
+    const int64_t* p = all.data() + r * record;
+    Meta& m = metas[static_cast<size_t>(r)];
+    m.local_error = p[0];
+    m.dtype = p[1];
+    m.ndim = p[2];
+    std::copy(p + 3, p + 3 + kMaxDims, m.shape);
+    m.extra = p[3 + kMaxDims];
+    m.values.assign(p + kMetaHeader, p + record);
+  }
+  for (int r = 0; r < s.size; ++r) {
+    if (metas[static_cast<size_t>(r)].local_error != 0) {
+      raise<MismatchError>(op, "rank ", r, " of ", s.size,
+                           " rejected its arguments (see the error raised there); no data was exchanged");
+    }
+  }
+  return metas;
+}
+
+std::string dtype_str(int64_t code) { return dtype_name(static_cast<DType>(code)); }
+
+// Every rank passed the same dtype (and, when `shapes`, the same shape).
+void agree_on_tensor(const std::vector<Meta>& metas, const char* op, const char* arg, bool shapes) {
+  for (size_t r = 1; r < metas.size(); ++r) {
+    if (metas[r].dtype != metas[0].dtype) {
+      raise<MismatchError>(op, "ranks disagree on ", arg, "'s dtype: rank 0 has ", dtype_str(metas[0].dtype), ", rank ",
+                           r, " has ", dtype_str(metas[r].dtype));
+    }
+    if (shapes && !metas[r].same_shape(metas[0])) {
+      raise<MismatchError>(op, "ranks disagree on ", arg, "'s shape: rank 0 has ", metas[0].shape_str(), ", rank ", r,
+                           " has ", metas[r].shape_str());
+    }
+  }
+}
+
+// ---- launching --------------------------------------------------------------------
+
+// The body of a collective, run in order on the communicator: gets the
+// state, a waiter and (when the exchange ran) every rank's metadata.
+using Body = std::function<void(Communicator::State&, Waiter&, int tag, const std::vector<Meta>*)>;
+
+// Runs the local checks here and now; then queues (async) or runs (sync)
+// the exchange and the body. `exchange_always` forces the metadata exchange.
+Work launch(const Communicator& comm, const char* op, bool async, bool exchange_always,
+            const std::function<Meta()>& check, Body body) {
+  Communicator::State& s = comm.state();
+  s.check_usable(op);
+  const bool exchange = exchange_always || s.checks.load();
+  Meta mine;
+  try {
+    mine = check();
+  } catch (const Error&) {
+    if (!exchange) throw;
+    // Tell the peers before raising, so they raise too instead of waiting.
+    // The record length must match the peers' (see padded()).
+    Meta failed;
+    failed.local_error = 1;
+    failed.values.assign(static_cast<size_t>(s.size) * 2, 0);
+    const std::exception_ptr error = std::current_exception();
+    try {
+      s.submit(
+           [&s, &failed, op] {
+             Waiter w(s, op);
+             s.next_tag();
+             exchange_meta(s, w, failed, op);
+           },
+           false)
+          .wait();
+    } catch (const MismatchError&) {
+      // expected: we told them ourselves
+    }
+    std::rethrow_exception(error);
+  }
+  // Copies of the communicator keep its state alive until the task ran.
+  auto task = [comm, op, exchange, mine = std::move(mine), body = std::move(body)] {
+    Communicator::State& st = comm.state();
+    st.check_usable(op);
+    Waiter w(st, op);
+    const int tag = st.next_tag();
+    if (exchange) {
+      const std::vector<Meta> metas = exchange_meta(st, w, mine, op);
+      body(st, w, tag, &metas);
+    } else {
+      body(st, w, tag, nullptr);
+    }
+  };
+  return s.submit(std::move(task), async);
+}
+
+// Every exchanged record carries 2 * world size values (zeros where the op
+// has none), so a rank that failed its local checks can send a record of the
+// same length without knowing what the op would have sent.
+std::vector<int64_t> padded(std::vector<int64_t> values, int ws) {
+  values.resize(static_cast<size_t>(ws) * 2, 0);
+  return values;
+}
+
+// ---- argument checks ----------------------------------------------------------------
+
+void check_cpu(const char* op, const char* name, const TensorView& t) {
+  SCATTERX_CHECK(t.device().is_cpu(), ArgumentError, op, name, " expected a CPU tensor, got a tensor on ",
+                 t.device().str(), " (the distributed layer takes CPU buffers for now)");
+}
+
+void check_dtype_match(const char* op, const char* name, const TensorView& t, const char* ref_name,
+                       const TensorView& ref) {
+  SCATTERX_CHECK(t.dtype() == ref.dtype(), DTypeError, op, name, " expected dtype ", dtype_name(ref.dtype()), " (as ",
+                 ref_name, "), got ", dtype_name(t.dtype()));
+}
+
+void check_output(const char* op, const char* name, const TensorView& t) {
+  check_cpu(op, name, t);
+  detail::check_no_internal_overlap(op, name, t);
+}
+
+void check_list_size(const char* op, const char* name, size_t n, int ws) {
+  SCATTERX_CHECK(static_cast<int64_t>(n) == ws, ArgumentError, op, name, " expected one tensor per rank (", ws,
+                 " tensors), got ", n);
+}
+
+Reduce local_reduce(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return Reduce::Sum;
+    case ReduceOp::Prod:
+      return Reduce::Prod;
+    case ReduceOp::Min:
+      return Reduce::Amin;
+    case ReduceOp::Max:
+      return Reduce::Amax;
+    case ReduceOp::Avg:
+      return Reduce::Mean;
+  }
+  return Reduce::Sum;
+}
+
+void check_reduce_op(const char* op, ReduceOp r, DType dtype) {
+  const bool valid = static_cast<int>(r) <= static_cast<int>(ReduceOp::Avg);
+  SCATTERX_CHECK(valid, ArgumentError, op, "op expected one of sum, product, min, max, avg, got code ",
+                 static_cast<int>(r));
+  SCATTERX_CHECK(reduce_supported(local_reduce(r), dtype), DTypeError, op, "op ", reduce_op_name(r),
+                 " is not supported for dtype ", dtype_name(dtype),
+                 is_complex(dtype) ? " (complex numbers have no order: use sum, product or avg)" : "");
+}
+
+// The shape of ws blocks of `block` stacked or concatenated.
+bool is_ws_blocks_of(const TensorView& big, const TensorView& block, int ws) {
+  if (big.numel() != block.numel() * ws) return false;
+  if (block.dim() == 0) return big.dim() == 1 && big.size(0) == ws;
+  if (big.dim() == block.dim()) {  // concatenated along dim 0
+    if (big.size(0) != block.size(0) * ws) return false;
+    for (int64_t d = 1; d < big.dim(); ++d)
+      if (big.size(d) != block.size(d)) return false;
+    return true;
+  }
+  if (big.dim() == block.dim() + 1) {  // stacked
+    if (big.size(0) != ws) return false;
+    for (int64_t d = 0; d < block.dim(); ++d)
+      if (big.size(d + 1) != block.size(d)) return false;
+    return true;
+  }
+  return false;
+}
+
+std::string blocks_expectation(const TensorView& block, int ws) {
+  if (block.dim() == 0) return concat("[", ws, "]");
+  std::vector<int64_t> cat = block.sizes().vec();
+  cat[0] *= ws;
+  std::vector<int64_t> stack = block.sizes().vec();
+  stack.insert(stack.begin(), ws);
+  return concat(Shape(cat).str(), " (concatenated) or ", Shape(stack).str(), " (stacked)");
+}
+
+// Split sizes: empty means equal splits of dim 0.
+std::vector<int64_t> resolve_splits(const char* op, const char* name, const std::vector<int64_t>& splits,
+                                    const TensorView& t, const char* tensor_name, int ws) {
+  SCATTERX_CHECK(t.dim() >= 1, ArgumentError, op, tensor_name, " expected at least 1 dimension, got a 0-d tensor");
+  const int64_t rows = t.size(0);
+  if (splits.empty()) {
+    SCATTERX_CHECK(rows % ws == 0, ArgumentError, op, tensor_name, ".size(0) expected a multiple of the world size ",
+                   ws, " (no ", name, " given), got ", rows);
+    return std::vector<int64_t>(static_cast<size_t>(ws), rows / ws);
+  }
+  check_list_size(op, name, splits.size(), ws);
+  int64_t sum = 0;
+  for (size_t i = 0; i < splits.size(); ++i) {
+    SCATTERX_CHECK(splits[i] >= 0, ArgumentError, op, name, "[", i, "] expected >= 0, got ", splits[i]);
+    sum += splits[i];
+  }
+  SCATTERX_CHECK(sum == rows, ArgumentError, op, name, " expected to sum to ", tensor_name, ".size(0) = ", rows,
+                 ", got a sum of ", sum);
+  return splits;
+}
+
+int64_t row_bytes(const TensorView& t) {
+  int64_t n = t.element_size();
+  for (int64_t d = 1; d < t.dim(); ++d) n *= t.size(d);
+  return n;
+}
+
+void check_same_rows(const char* op, const TensorView& output, const TensorView& input) {
+  bool same = output.dim() == input.dim();
+  for (int64_t d = 1; same && d < output.dim(); ++d) same = output.size(d) == input.size(d);
+  SCATTERX_CHECK(same, ArgumentError, op, "output expected the shape of input beyond dim 0 (input is ",
+                 input.sizes().str(), "), got ", output.sizes().str());
+}
+
+// ---- the rings ----------------------------------------------------------------------------
+
+// Blocks of a ring's buffer, in elements: block b is [offset[b], offset[b] + length[b]).
+struct Blocks {
+  std::vector<int64_t> offset;
+  std::vector<int64_t> length;
+
+  // n elements in ws nearly equal blocks (all_reduce's split of a tensor).
+  static Blocks even(int64_t n, int ws) {
+    Blocks b;
+    int64_t at = 0;
+    for (int r = 0; r < ws; ++r) {
+      const int64_t len = n / ws + (r < n % ws ? 1 : 0);
+      b.offset.push_back(at);
+      b.length.push_back(len);
+      at += len;
+    }
+    return b;
+  }
+  // ws blocks of n elements each.
+  static Blocks equal(int64_t n, int ws) {
+    Blocks b;
+    for (int r = 0; r < ws; ++r) {
+      b.offset.push_back(r * n);
+      b.length.push_back(n);
+    }
+    return b;
+  }
+};
+
+int mod(int a, int m) { return ((a % m) + m) % m; }
+
+// Pipelined ring reduce-scatter. `src` is this rank's contribution (every
+// block); on return out holds block `rank` reduced over all ranks. Step s
+// (1 <= s < ws) receives from the left the partial of block rank - s - 1
+// (s contributions), folds in this rank's own values and passes it right;
+// the last step folds block `rank` into out. Chunks are folded as they
+// arrive, while the later ones are still on the wire.
+void ring_reduce_scatter(Communicator::State& s, Waiter& w, int tag, const char* src, char* out, const Blocks& blocks,
+                         DType dtype, ReduceOp reduce_op, const char* op) {
+  const int ws = s.size;
+  const int r = s.rank;
+  const int64_t es = element_size(dtype);
+  const Reduce reduce = local_reduce(reduce_op);
+  const int64_t mean_count = reduce_op == ReduceOp::Avg ? ws : 0;
+  if (ws == 1) {
+    const int64_t n = blocks.length[0];
+    if (out != src) std::memmove(out, src, static_cast<size_t>(n * es));
+    if (mean_count > 0) detail::finalize_mean_cpu(out, n, dtype, 1, op);
+    return;
+  }
+  const int right = mod(r + 1, ws);
+  const int left = mod(r - 1, ws);
+  const int64_t chunk = std::max<int64_t>(1, chunk_bytes() / es);
+  auto block_at = [&](int step) { return mod(r - step - 1, ws); };
+
+  // Receive buffers of steps 1 .. ws-2 (the last step receives into scratch too,
+  // and folds into out).
+  std::vector<int64_t> recv_offset(static_cast<size_t>(ws), 0);
+  int64_t recv_elems = 0;
+  for (int step = 1; step < ws; ++step) {
+    recv_offset[static_cast<size_t>(step)] = recv_elems;
+    recv_elems += blocks.length[static_cast<size_t>(block_at(step))];
+  }
+  Scratch recv(recv_elems * es, s);
+
+  // Every receive up front, in the order the left neighbour sends.
+  struct Piece {
+    int step;
+    int64_t begin;  // element offset within the block
+    int64_t len;
+  };
+  std::vector<Piece> pieces;
+  std::vector<MPI_Request> recv_req;
+  for (int step = 1; step < ws; ++step) {
+    const int64_t len = blocks.length[static_cast<size_t>(block_at(step))];
+    for (int64_t c = 0; c < len || (c == 0 && len == 0); c += chunk) {
+      const int64_t n = std::min(chunk, len - c);
+      pieces.push_back({step, c, n});
+      char* dst = recv.data() + (recv_offset[static_cast<size_t>(step)] + c) * es;
+      std::vector<MPI_Request> one;
+      post_recv(dst, n * es, left, tag, s.comm, one, op);
+      recv_req.insert(recv_req.end(), one.begin(), one.end());
+      if (len == 0) break;
+    }
+  }
+  // Step 0: this rank's own values of block rank - 1, straight from src.
+  std::vector<MPI_Request> send_req;
+  {
+    const size_t b = static_cast<size_t>(block_at(0));
+    const int64_t len = blocks.length[b];
+    for (int64_t c = 0; c < len || (c == 0 && len == 0); c += chunk) {
+      const int64_t n = std::min(chunk, len - c);
+      post_send(src + (blocks.offset[b] + c) * es, n * es, right, tag, s.comm, send_req, op);
+      if (len == 0) break;
+    }
+  }
+  // Pieces bigger than kMaxMessageBytes were posted as several requests.
+  size_t next_req = 0;
+  for (const Piece& p : pieces) {
+    const int64_t bytes = p.len * es;
+    const size_t n_req = static_cast<size_t>(std::max<int64_t>(1, (bytes + kMaxMessageBytes - 1) / kMaxMessageBytes));
+    w.wait_all(static_cast<int>(n_req), recv_req.data() + next_req, rank_name(left));
+    next_req += n_req;
+    const size_t b = static_cast<size_t>(block_at(p.step));
+    char* partial = recv.data() + (recv_offset[static_cast<size_t>(p.step)] + p.begin) * es;
+    const char* own = src + (blocks.offset[b] + p.begin) * es;
+    if (p.step < ws - 1) {
+      detail::combine_cpu(partial, own, partial, p.len, dtype, reduce, 0, op);
+      post_send(partial, bytes, right, tag, s.comm, send_req, op);
+    } else {
+      detail::combine_cpu(out + p.begin * es, own, partial, p.len, dtype, reduce, mean_count, op);
+    }
+  }
+  w.wait_all(static_cast<int>(send_req.size()), send_req.data(), rank_name(right));
+}
+
+// Ring all-gather over `buf`, whose block `rank` is already in place: step
+// s passes block rank - s right and receives block rank - s - 1 from the
+// left, chunk by chunk, forwarding each chunk as soon as it arrived.
+void ring_all_gather(Communicator::State& s, Waiter& w, int tag, char* buf, const Blocks& blocks, int64_t es,
+                     const char* op, const char* own = nullptr) {
+  const int ws = s.size;
+  const size_t me = static_cast<size_t>(s.rank);
+  // `own`, when given, holds this rank's block (contiguous); it is sent from
+  // there and copied into buf while the messages are on the wire.
+  auto place_own = [&] {
+    if (own != nullptr && own != buf + blocks.offset[me] * es)
+      std::memcpy(buf + blocks.offset[me] * es, own, static_cast<size_t>(blocks.length[me] * es));
+  };
+  if (ws == 1) {
+    place_own();
+    return;
+  }
+  const int r = s.rank;
+  const int right = mod(r + 1, ws);
+  const int left = mod(r - 1, ws);
+  // Chunks only serve forwarding; with two ranks nothing is forwarded, so
+  // each block goes as one message (fewer messages to match).
+  const int64_t chunk = ws == 2 ? std::numeric_limits<int64_t>::max() : std::max<int64_t>(1, chunk_bytes() / es);
+  struct Piece {
+    int step;
+    char* data;
+    int64_t bytes;
+    size_t first_req;
+    size_t n_req;
+  };
+  std::vector<Piece> pieces;
+  std::vector<MPI_Request> recv_req;
+  for (int step = 0; step < ws - 1; ++step) {
+    const size_t b = static_cast<size_t>(mod(r - step - 1, ws));
+    const int64_t len = blocks.length[b];
+    for (int64_t c = 0; c < len || (c == 0 && len == 0); c += chunk) {
+      const int64_t n = std::min(chunk, len - c);
+      char* dst = buf + (blocks.offset[b] + c) * es;
+      const size_t first = recv_req.size();
+      post_recv(dst, n * es, left, tag, s.comm, recv_req, op);
+      pieces.push_back({step, dst, n * es, first, recv_req.size() - first});
+      if (len == 0) break;
+    }
+  }
+  std::vector<MPI_Request> send_req;
+  {
+    const int64_t len = blocks.length[me];
+    const char* from = own != nullptr ? own : buf + blocks.offset[me] * es;
+    for (int64_t c = 0; c < len || (c == 0 && len == 0); c += chunk) {
+      const int64_t n = std::min(chunk, len - c);
+      post_send(from + c * es, n * es, right, tag, s.comm, send_req, op);
+      if (len == 0) break;
+    }
+  }
+  place_own();
+  for (const Piece& p : pieces) {
+    if (p.step == ws - 2) break;  // the last step's blocks are not forwarded
+    w.wait_all(static_cast<int>(p.n_req), recv_req.data() + p.first_req, rank_name(left));
+    post_send(p.data, p.bytes, right, tag, s.comm, send_req, op);
+  }
+  w.wait_all(static_cast<int>(recv_req.size()), recv_req.data(), rank_name(left));
+  w.wait_all(static_cast<int>(send_req.size()), send_req.data(), rank_name(right));
+}
+
+// Pairwise exchange: send_bytes[p] from send + send_offset[p] to rank p,
+// recv_bytes[p] into recv + recv_offset[p] from rank p (this rank's own
+// share is copied). Peers are visited starting from the right neighbour so
+// that not every rank hits rank 0 first.
+void exchange_pairwise(Communicator::State& s, Waiter& w, int tag, const std::vector<const char*>& send,
+                       const std::vector<int64_t>& send_bytes, const std::vector<char*>& recv,
+                       const std::vector<int64_t>& recv_bytes, const char* op) {
+  const int ws = s.size;
+  const int r = s.rank;
+  std::vector<MPI_Request> reqs;
+  for (int i = 1; i < ws; ++i) {
+    const int from = mod(r - i, ws);
+    if (recv_bytes[static_cast<size_t>(from)] > 0)
+      post_recv(recv[static_cast<size_t>(from)], recv_bytes[static_cast<size_t>(from)], from, tag, s.comm, reqs, op);
+  }
+  for (int i = 1; i < ws; ++i) {
+    const int to = mod(r + i, ws);
+    if (send_bytes[static_cast<size_t>(to)] > 0)
+      post_send(send[static_cast<size_t>(to)], send_bytes[static_cast<size_t>(to)], to, tag, s.comm, reqs, op);
+  }
+  const size_t me = static_cast<size_t>(r);
+  if (send_bytes[me] > 0 && recv[me] != send[me]) std::memmove(recv[me], send[me], static_cast<size_t>(send_bytes[me]));
+  w.wait_all(static_cast<int>(reqs.size()), reqs.data(), "the other ranks' all-to-all messages");
+}
+
+}  // namespace
+
+// ---- all_gather ---------------------------------------------------------------------------
+
+static Work all_gather_into_tensor_impl(const TensorView& output, const TensorView& input, const Communicator& comm,
+                                        bool async) {
+  const char* op = "all_gather_into_tensor";
+  const int ws = comm.size();
+  auto check = [&] {
+    check_cpu(op, "input", input);
+    check_output(op, "output", output);
+    check_dtype_match(op, "output", output, "input", input);
+    SCATTERX_CHECK(is_ws_blocks_of(output, input, ws), ArgumentError, op, "output expected shape ",
+                   blocks_expectation(input, ws), " for input ", input.sizes().str(), " and ", ws, " ranks, got ",
+                   output.sizes().str());
+    const bool in_place =
+        output.is_contiguous() && input.is_contiguous() &&
+        static_cast<const char*>(input.data()) ==
+            static_cast<const char*>(output.data()) + comm.rank() * input.numel() * input.element_size();
+    if (!in_place) detail::check_no_overlap(op, "output", output, "input", input);
+    Meta m;
+    m.describe(input);
+    m.values = padded({}, ws);
+    return m;
+  };
+  Body body = [output, input, op](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
+    if (metas) agree_on_tensor(*metas, op, "input", true);
+    StagedOutput out(output, false);
+    const int64_t es = input.element_size();
+    const int64_t n = input.numel();
+    PackedInput in(input);
+    ring_all_gather(s, w, tag, out.data(), Blocks::equal(n, s.size), es, op, in.data());
+    out.commit();
+  };
+  return launch(comm, op, async, false, check, std::move(body));
+}
+
+Work all_gather_into_tensor_async(const TensorView& output, const TensorView& input, const Communicator& comm) {
+  return all_gather_into_tensor_impl(output, input, comm, true);
+}
+
+void all_gather_into_tensor(const TensorView& output, const TensorView& input, const Communicator& comm) {
+  all_gather_into_tensor_impl(output, input, comm, false).wait();
+}
+
+static Work all_gather_impl(const std::vector<TensorView>& outputs, const TensorView& input, const Communicator& comm,
+                            bool async) {
+  const char* op = "all_gather";
+  const int ws = comm.size();
+  auto check = [&] {
+    check_cpu(op, "input", input);
+    check_list_size(op, "tensor_list", outputs.size(), ws);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const std::string name = concat("tensor_list[", i, "]");
+      check_output(op, name.c_str(), outputs[i]);
+      check_dtype_match(op, name.c_str(), outputs[i], "input", input);
+      SCATTERX_CHECK(outputs[i].sizes() == input.sizes(), ArgumentError, op, name, " expected input's shape ",
+                     input.sizes().str(), ", got ", outputs[i].sizes().str());
+    }
+    Meta m;
+    m.describe(input);
+    m.values = padded({}, ws);
+    return m;
+  };
+  Body body = [outputs, input, op](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
+    if (metas) agree_on_tensor(*metas, op, "input", true);
+    // One contiguous gather buffer, then unpack into the list.
+    const int64_t es = input.element_size();
+    const int64_t n = input.numel();
+    Scratch buf(n * es * s.size, s);
+    TensorView own(buf.data() + s.rank * n * es, input.dtype(), input.sizes());
+    copy_(own, input);
+    ring_all_gather(s, w, tag, buf.data(), Blocks::equal(n, s.size), es, op);
+    for (int r = 0; r < s.size; ++r) {
+      copy_(outputs[static_cast<size_t>(r)], TensorView(buf.data() + r * n * es, input.dtype(), input.sizes()));
+    }
+  };
+  return launch(comm, op, async, false, check, std::move(body));
+}
+
+Work all_gather_async(const std::vector<TensorView>& outputs, const TensorView& input, const Communicator& comm) {
+  return all_gather_impl(outputs, input, comm, true);
+}
+
+void all_gather(const std::vector<TensorView>& outputs, const TensorView& input, const Communicator& comm) {
+  all_gather_impl(outputs, input, comm, false).wait();
+}
+
+// ---- reduce_scatter ------------------------------------------------------------------------
+
+static Work reduce_scatter_tensor_impl(const TensorView& output, const TensorView& input, ReduceOp reduce_op,
+                                       const Communicator& comm, bool async) {
+  const char* op = "reduce_scatter_tensor";
+  const int ws = comm.size();
+  auto check = [&] {
+    check_cpu(op, "input", input);
+    check_output(op, "output", output);
+    check_dtype_match(op, "output", output, "input", input);
+    check_reduce_op(op, reduce_op, input.dtype());
+    SCATTERX_CHECK(is_ws_blocks_of(input, output, ws), ArgumentError, op, "input expected shape ",
+                   blocks_expectation(output, ws), " for output ", output.sizes().str(), " and ", ws, " ranks, got ",
+                   input.sizes().str());
+    detail::check_no_overlap(op, "output", output, "input", input);
+    Meta m;
+    m.describe(input);
+    m.extra = static_cast<int64_t>(reduce_op);
+    m.values = padded({}, ws);
+    return m;
+  };
+  Body body = [output, input, reduce_op, op](Communicator::State& s, Waiter& w, int tag,
+                                             const std::vector<Meta>* metas) {
+    if (metas) {
+      agree_on_tensor(*metas, op, "input", true);
+      for (size_t r = 1; r < metas->size(); ++r) {
+        if ((*metas)[r].extra != (*metas)[0].extra)
+          raise<MismatchError>(op, "ranks disagree on op: rank 0 has ",
+                               reduce_op_name(static_cast<ReduceOp>((*metas)[0].extra)), ", rank ", r, " has ",
+                               reduce_op_name(static_cast<ReduceOp>((*metas)[r].extra)));
+      }
+    }
+    PackedInput in(input);
+    StagedOutput out(output, false);
+    ring_reduce_scatter(s, w, tag, in.data(), out.data(), Blocks::equal(output.numel(), s.size), input.dtype(),
+                        reduce_op, op);
+    out.commit();
+  };
+  return launch(comm, op, async, false, check, std::move(body));
+}
+
+Work reduce_scatter_tensor_async(const TensorView& output, const TensorView& input, ReduceOp reduce_op,
+                                 const Communicator& comm) {
+  return reduce_scatter_tensor_impl(output, input, reduce_op, comm, true);
+}
+
+void reduce_scatter_tensor(const TensorView& output, const TensorView& input, ReduceOp op, const Communicator& comm) {
+  reduce_scatter_tensor_impl(output, input, op, comm, false).wait();
+}
+
+static Work reduce_scatter_impl(const TensorView& output, const std::vector<TensorView>& inputs, ReduceOp reduce_op,
+                                const Communicator& comm, bool async) {
+  const char* op = "reduce_scatter";
+  const int ws = comm.size();
+  auto check = [&] {
+    check_output(op, "output", output);
+    check_reduce_op(op, reduce_op, output.dtype());
+    check_list_size(op, "input_list", inputs.size(), ws);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const std::string name = concat("input_list[", i, "]");
+      check_cpu(op, name.c_str(), inputs[i]);
+      check_dtype_match(op, name.c_str(), inputs[i], "output", output);
+      SCATTERX_CHECK(inputs[i].sizes() == output.sizes(), ArgumentError, op, name, " expected output's shape ",
+                     output.sizes().str(), ", got ", inputs[i].sizes().str());
+      detail::check_no_overlap(op, "output", output, name.c_str(), inputs[i]);
+    }
+    Meta m;
+    m.describe(output);
+    m.extra = static_cast<int64_t>(reduce_op);
+    m.values = padded({}, ws);
+    return m;
+  };
+  Body body = [output, inputs, reduce_op, op](Communicator::State& s, Waiter& w, int tag,
+                                              const std::vector<Meta>* metas) {
+    if (metas) agree_on_tensor(*metas, op, "output", true);
+    // Pack the list into one buffer of ws blocks (the local copy kernels).
+    const int64_t es = output.element_size();
+    const int64_t n = output.numel();
+    Scratch packed(n * es * s.size, s);
+    for (int r = 0; r < s.size; ++r) {
+      copy_(TensorView(packed.data() + r * n * es, output.dtype(), output.sizes()), inputs[static_cast<size_t>(r)]);
+    }
+    StagedOutput out(output, false);
+    ring_reduce_scatter(s, w, tag, packed.data(), out.data(), Blocks::equal(n, s.size), output.dtype(), reduce_op, op);
+    out.commit();
+  };
+  return launch(comm, op, async, false, check, std::move(body));
+}
+
+Work reduce_scatter_async(const TensorView& output, const std::vector<TensorView>& inputs, ReduceOp reduce_op,
+                          const Communicator& comm) {
+  return reduce_scatter_impl(output, inputs, reduce_op, comm, true);
+}
+
+void reduce_scatter(const TensorView& output, const std::vector<TensorView>& inputs, ReduceOp op,
+                    const Communicator& comm) {
+  reduce_scatter_impl(output, inputs, op, comm, false).wait();
+}
+
+// ---- all_reduce ----------------------------------------------------------------------------
+
+static Work all_reduce_impl(const TensorView& tensor, ReduceOp reduce_op, const Communicator& comm, bool async) {
+  const char* op = "all_reduce";
+  const int ws = comm.size();
+  auto check = [&] {
+    check_output(op, "tensor", tensor);
+    check_reduce_op(op, reduce_op, tensor.dtype());
+    Meta m;
+    m.describe(tensor);
+    m.extra = static_cast<int64_t>(reduce_op);
+    m.values = padded({}, ws);
+    return m;
+  };
+  Body body = [tensor, reduce_op, op](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
+    if (metas) agree_on_tensor(*metas, op, "tensor", true);
+    StagedOutput buf(tensor, true);
+    const Blocks blocks = Blocks::even(tensor.numel(), s.size);
+    const int64_t es = tensor.element_size();
+    // Reduce-scatter in place: block `rank` of the tensor receives the
+    // result, and the other blocks are only read until the all-gather
+    // overwrites them.
+    char* mine = buf.data() + blocks.offset[static_cast<size_t>(s.rank)] * es;
+    Blocks rs = blocks;
+    ring_reduce_scatter(s, w, tag, buf.data(), mine, rs, tensor.dtype(), reduce_op, op);
+    ring_all_gather(s, w, tag, buf.data(), blocks, es, op);
+    buf.commit();
+  };
+  return launch(comm, op, async, false, check, std::move(body));
+}
+
+Work all_reduce_async(const TensorView& tensor, ReduceOp reduce_op, const Communicator& comm) {
+  return all_reduce_impl(tensor, reduce_op, comm, true);
+}
+
+void all_reduce(const TensorView& tensor, ReduceOp op, const Communicator& comm) {
+  all_reduce_impl(tensor, op, comm, false).wait();
+}
+
+// ---- broadcast -------------------------------------------------------------------------------
+
+static Work broadcast_impl(const TensorView& tensor, int root, const Communicator& comm, bool async) {
+  const char* op = "broadcast";
+  const int ws = comm.size();
+  auto check = [&] {
+    check_output(op, "tensor", tensor);
+    SCATTERX_CHECK(root >= 0 && root < ws, ArgumentError, op, "src expected a rank in [0, ", ws, "), got ", root);
+    Meta m;
+    m.describe(tensor);
+    m.extra = root;
+    m.values = padded({}, ws);
+    return m;
+  };
+  Body body = [tensor, root, op](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
+    if (metas) {
+      agree_on_tensor(*metas, op, "tensor", true);
+      for (size_t r = 1; r < metas->size(); ++r) {
+        if ((*metas)[r].extra != (*metas)[0].extra)
+          raise<MismatchError>(op, "ranks disagree on src: rank 0 has ", (*metas)[0].extra, ", rank ", r, " has ",
+                               (*metas)[r].extra);
+      }
+    }
+    StagedOutput buf(tensor, s.rank == root);
+    const int64_t bytes = tensor.numel() * tensor.element_size();
+    // Binomial tree over ranks relative to the root, point-to-point (so a
+    // wait can be cancelled at the timeout).
+    const int ws = s.size;
+    const int vr = mod(s.rank - root, ws);
+    int mask = 1;
+    for (; mask < ws; mask <<= 1) {
+      if (vr & mask) {
+        const int parent = mod(vr - mask + root, ws);
+        std::vector<MPI_Request> reqs;
+        post_recv(buf.data(), bytes, parent, tag, s.comm, reqs, op);
+        w.wait_all(static_cast<int>(reqs.size()), reqs.data(), concat(rank_name(parent), " (from src ", root, ")"));
+        break;
+      }
+    }
+    std::vector<MPI_Request> reqs;
+    for (mask >>= 1; mask > 0; mask >>= 1) {
+      if (vr + mask < ws) post_send(buf.data(), bytes, mod(vr + mask + root, ws), tag, s.comm, reqs, op);
+    }
+    w.wait_all(static_cast<int>(reqs.size()), reqs.data(), "the ranks below this one in the broadcast tree");
+    if (s.rank != root) buf.commit();
+  };
+  return launch(comm, op, async, false, check, std::move(body));
+}
+
+Work broadcast_async(const TensorView& tensor, int root, const Communicator& comm) {
+  return broadcast_impl(tensor, root, comm, true);
+}
+
+void broadcast(const TensorView& tensor, int root, const Communicator& comm) {
+  broadcast_impl(tensor, root, comm, false).wait();
+}
+
+// ---- all_to_all --------------------------------------------------------------------------------
+
+static Work all_to_all_impl(const std::vector<TensorView>& outputs, const std::vector<TensorView>& inputs,
+                            const Communicator& comm, bool async) {
+  const char* op = "all_to_all";
+  const int ws = comm.size();
+  auto check = [&] {
+    check_list_size(op, "output_tensor_list", outputs.size(), ws);
+    check_list_size(op, "input_tensor_list", inputs.size(), ws);
+    std::vector<int64_t> values;
+    for (int i = 0; i < ws; ++i) {
+      const std::string in_name = concat("input_tensor_list[", i, "]");
+      const std::string out_name = concat("output_tensor_list[", i, "]");
+      check_cpu(op, in_name.c_str(), inputs[static_cast<size_t>(i)]);
+      check_output(op, out_name.c_str(), outputs[static_cast<size_t>(i)]);
+      check_dtype_match(op, in_name.c_str(), inputs[static_cast<size_t>(i)], "input_tensor_list[0]", inputs[0]);
+      check_dtype_match(op, out_name.c_str(), outputs[static_cast<size_t>(i)], "input_tensor_list[0]", inputs[0]);
+      for (int j = 0; j < ws; ++j) {
+        detail::check_no_overlap(op, out_name.c_str(), outputs[static_cast<size_t>(i)],
+                                 concat("input_tensor_list[", j, "]").c_str(), inputs[static_cast<size_t>(j)]);
+      }
+      values.push_back(inputs[static_cast<size_t>(i)].numel());
+    }
+    for (int i = 0; i < ws; ++i) values.push_back(outputs[static_cast<size_t>(i)].numel());
+    Meta m;
+    m.describe(inputs[0]);
+    m.values = std::move(values);
+    return m;
+  };
+  Body body = [outputs, inputs, op](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
+    const int ws = s.size;
+    const size_t uws = static_cast<size_t>(ws);
+    if (metas) {
+      agree_on_tensor(*metas, op, "input_tensor_list[0]", false);
+      for (int i = 0; i < ws; ++i) {
+        for (int j = 0; j < ws; ++j) {
+          const int64_t sent = (*metas)[static_cast<size_t>(i)].values[static_cast<size_t>(j)];
+          const int64_t expected = (*metas)[static_cast<size_t>(j)].values[uws + static_cast<size_t>(i)];
+          if (sent != expected)
+            raise<MismatchError>(op, "rank ", i, " sends ", sent, " elements to rank ", j, " (input_tensor_list[", j,
+                                 "]), but rank ", j, " expects ", expected, " (output_tensor_list[", i, "])");
+        }
+      }
+    }
+    std::vector<PackedInput> packed;
+    packed.reserve(uws);
+    std::vector<StagedOutput> staged;
+    staged.reserve(uws);
+    std::vector<const char*> send(uws);
+    std::vector<char*> recv(uws);
+    std::vector<int64_t> send_bytes(uws), recv_bytes(uws);
+    for (size_t i = 0; i < uws; ++i) {
+      packed.emplace_back(inputs[i]);
+      staged.emplace_back(outputs[i], false);
+      send[i] = packed.back().data();
+      recv[i] = staged.back().data();
+      send_bytes[i] = inputs[i].numel() * inputs[i].element_size();
+      recv_bytes[i] = outputs[i].numel() * outputs[i].element_size();
+    }
+    const size_t me = static_cast<size_t>(s.rank);
+    SCATTERX_CHECK(send_bytes[me] == recv_bytes[me], ArgumentError, op, "output_tensor_list[", me,
+                   "] expected the size of input_tensor_list[", me, "] (", inputs[me].numel(), " elements), got ",
+                   outputs[me].numel());
+    exchange_pairwise(s, w, tag, send, send_bytes, recv, recv_bytes, op);
+    for (auto& o : staged) o.commit();
+  };
+  return launch(comm, op, async, false, check, std::move(body));
+}
+
+Work all_to_all_async(const std::vector<TensorView>& outputs, const std::vector<TensorView>& inputs,
+                      const Communicator& comm) {
+  return all_to_all_impl(outputs, inputs, comm, true);
+}
+
+void all_to_all(const std::vector<TensorView>& outputs, const std::vector<TensorView>& inputs,
+                const Communicator& comm) {
+  all_to_all_impl(outputs, inputs, comm, false).wait();
+}
+
+namespace {
+
+// Every pair agrees: what rank i sends to rank j is what j expects from i.
+// values on each rank: [send_splits (ws), recv_splits (ws)].
+void agree_on_splits(const std::vector<Meta>& metas, const char* op) {
+  const size_t ws = metas.size();
+  agree_on_tensor(metas, op, "input", false);
+  for (size_t r = 1; r < ws; ++r) {
+    bool same_rows = metas[r].ndim == metas[0].ndim;
+    for (int64_t d = 1; same_rows && d < metas[0].ndim; ++d) same_rows = metas[r].shape[d] == metas[0].shape[d];
+    if (!same_rows)
+      raise<MismatchError>(op, "ranks disagree on the shape of a row (input's dims after 0): rank 0 has input ",
+                           metas[0].shape_str(), ", rank ", r, " has ", metas[r].shape_str());
+  }
+  for (size_t i = 0; i < ws; ++i) {
+    for (size_t j = 0; j < ws; ++j) {
+      const int64_t sent = metas[i].values[j];
+      const int64_t expected = metas[j].values[ws + i];
+      if (sent != expected)
+        raise<MismatchError>(op, "rank ", i, " sends ", sent, " rows to rank ", j, " (input_split_sizes[", j,
+                             "]), but rank ", j, " expects ", expected, " rows from rank ", i, " (output_split_sizes[",
+                             i, "])");
+    }
+  }
+}
+
+void exchange_rows(Communicator::State& s, Waiter& w, int tag, const char* in, char* out,
+                   const std::vector<int64_t>& send_splits, const std::vector<int64_t>& recv_splits, int64_t rb,
+                   const char* op) {
+  const size_t ws = static_cast<size_t>(s.size);
+  std::vector<const char*> send(ws);
+  std::vector<char*> recv(ws);
+  std::vector<int64_t> send_bytes(ws), recv_bytes(ws);
+  int64_t at_in = 0, at_out = 0;
+  for (size_t i = 0; i < ws; ++i) {
+    send[i] = in + at_in * rb;
+    recv[i] = out + at_out * rb;
+    send_bytes[i] = send_splits[i] * rb;
+    recv_bytes[i] = recv_splits[i] * rb;
+    at_in += send_splits[i];
+    at_out += recv_splits[i];
+  }
+  exchange_pairwise(s, w, tag, send, send_bytes, recv, recv_bytes, op);
+}
+
+}  // namespace
+
+static Work all_to_all_single_impl(const TensorView& output, const TensorView& input,
+                                   const std::vector<int64_t>& output_split_sizes,
+                                   const std::vector<int64_t>& input_split_sizes, const Communicator& comm,
+                                   bool async) {
+  const char* op = "all_to_all_single";
+  const int ws = comm.size();
+  const bool variable = !output_split_sizes.empty() || !input_split_sizes.empty();
+  std::vector<int64_t> send_splits, recv_splits;
+  auto check = [&] {
+    check_cpu(op, "input", input);
+    check_output(op, "output", output);
+    check_dtype_match(op, "output", output, "input", input);
+    send_splits = resolve_splits(op, "input_split_sizes", input_split_sizes, input, "input", ws);
+    recv_splits = resolve_splits(op, "output_split_sizes", output_split_sizes, output, "output", ws);
+    check_same_rows(op, output, input);
+    detail::check_no_overlap(op, "output", output, "input", input);
+    Meta m;
+    m.describe(input);
+    m.values = send_splits;
+    m.values.insert(m.values.end(), recv_splits.begin(), recv_splits.end());
+    return m;
+  };
+  // `check` runs inside launch before the body is queued; the body reads
+  // the splits it resolved through this shared pair.
+  auto splits = std::make_shared<std::pair<std::vector<int64_t>, std::vector<int64_t>>>();
+  auto checked = [&, splits] {
+    Meta m = check();
+    *splits = {send_splits, recv_splits};
+    return m;
+  };
+  Body body = [output, input, splits, op](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
+    if (metas) agree_on_splits(*metas, op);
+    PackedInput in(input);
+    StagedOutput out(output, false);
+    exchange_rows(s, w, tag, in.data(), out.data(), splits->first, splits->second, row_bytes(input), op);
+    out.commit();
+  };
+  return launch(comm, op, async, variable, checked, std::move(body));
+}
+
+Work all_to_all_single_async(const TensorView& output, const TensorView& input,
+                             const std::vector<int64_t>& output_split_sizes,
+                             const std::vector<int64_t>& input_split_sizes, const Communicator& comm) {
+  return all_to_all_single_impl(output, input, output_split_sizes, input_split_sizes, comm, true);
+}
+
+void all_to_all_single(const TensorView& output, const TensorView& input,
+                       const std::vector<int64_t>& output_split_sizes, const std::vector<int64_t>& input_split_sizes,
+                       const Communicator& comm) {
+  all_to_all_single_impl(output, input, output_split_sizes, input_split_sizes, comm, false).wait();
+}
+
+AllToAllVResult all_to_all_v(const TensorView& input, const std::vector<int64_t>& send_splits,
+                             const Communicator& comm) {
+  const char* op = "all_to_all_v";
+  const int ws = comm.size();
+  std::vector<int64_t> sends;
+  auto check = [&] {
+    check_cpu(op, "input", input);
+    sends = resolve_splits(op, "send_splits", send_splits, input, "input", ws);
+    Meta m;
+    m.describe(input);
+    m.values = padded(sends, ws);
+    return m;
+  };
+  AllToAllVResult result;
+  Body body = [&](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
+    const size_t uws = static_cast<size_t>(s.size);
+    agree_on_tensor(*metas, op, "input", false);
+    for (size_t r = 1; r < uws; ++r) {
+      bool same_rows = (*metas)[r].ndim == (*metas)[0].ndim;
+      for (int64_t d = 1; same_rows && d < (*metas)[0].ndim; ++d)
+        same_rows = (*metas)[r].shape[d] == (*metas)[0].shape[d];
+      if (!same_rows)
+        raise<MismatchError>(op, "ranks disagree on the shape of a row (input's dims after 0): rank 0 has input ",
+                             (*metas)[0].shape_str(), ", rank ", r, " has ", (*metas)[r].shape_str());
+    }
+    result.recv_splits.assign(uws, 0);
+    int64_t rows = 0;
+    for (size_t i = 0; i < uws; ++i) {
+      result.recv_splits[i] = (*metas)[i].values[static_cast<size_t>(s.rank)];
+      rows += result.recv_splits[i];
+    }
+    std::vector<int64_t> shape = input.sizes().vec();
+    shape[0] = rows;
+    result.output = Tensor::empty(Shape(shape), input.dtype());
+    PackedInput in(input);
+    exchange_rows(s, w, tag, in.data(), static_cast<char*>(result.output.data()), sends, result.recv_splits,
+                  row_bytes(input), op);
+  };
+  launch(comm, op, false, true, check, body).wait();
+  return result;
+}
+
+}  // namespace scatterx::dist

@@ -1,0 +1,200 @@
+// scatterx distributed layer: torch.distributed's collectives over MPI,
+// composed with the local kernels of ops/.
+//
+// Contract
+// - Every collective is called by every rank of the communicator, in the
+//   same order (as with MPI and torch.distributed).
+// - Tensors are CPU TensorViews of any dtype, any layout (non-contiguous
+//   views are packed into scratch and unpacked afterwards), 0-d included.
+//   Outputs are written in place.
+// - Reductions (ReduceOp) are done by scatterx's reduce functors on the
+//   received bytes, not by an MPI_Op: sum, prod, min, max, avg. min/max
+//   propagate NaN (as torch's amax/amin); avg is sum / world size (integer
+//   dtypes round as scatter_reduce's mean does); complex dtypes support sum,
+//   prod and avg only; bool supports sum (logical or), prod (and), min, max.
+// - Errors:
+//     ArgumentError / DTypeError   a local argument is wrong; raised before
+//                                  any data moves;
+//     MismatchError                ranks disagree (split sizes, dtypes,
+//                                  shapes); raised on every rank, naming the
+//                                  ranks and both values;
+//     TimeoutError                 the collective did not finish within the
+//                                  communicator's timeout; the communicator
+//                                  is unusable afterwards.
+//   Cross-rank agreement is checked by a small metadata exchange (one
+//   all-gather of a few hundred bytes per rank, about one network latency).
+//   It always runs for variable-split all-to-alls; for the other
+//   collectives it runs when SCATTERX_DIST_CHECKS=1 is set (or
+//   Communicator::set_checks(true)). While it runs, a rank whose local checks
+//   failed still takes part, so its peers raise too instead of waiting.
+// - Async: the *_async forms queue the collective on the communicator's
+//   progress thread and return a Work; the tensors must stay alive and
+//   untouched until wait() returns. Collectives on one communicator run in
+//   the order they were called. Errors surface from wait().
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ops/error.h"
+#include "ops/tensor.h"
+
+namespace scatterx::dist {
+
+// Ranks disagree about a collective's arguments.
+class MismatchError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A collective did not complete within the communicator's timeout.
+class TimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+
+// _(Name, torch.distributed's spelling)
+#define SCATTERX_FORALL_DIST_REDUCE_OPS(_) \
+  _(Sum, "sum")                            \
+  _(Prod, "product")                       \
+  _(Min, "min")                            \
+  _(Max, "max")                            \
+  _(Avg, "avg")
+
+enum class ReduceOp : uint8_t {
+#define SCATTERX_DIST_REDUCE_ENUM(name, str) name,
+  SCATTERX_FORALL_DIST_REDUCE_OPS(SCATTERX_DIST_REDUCE_ENUM)
+#undef SCATTERX_DIST_REDUCE_ENUM
+};
+
+const char* reduce_op_name(ReduceOp op);
+
+// Completion handle of an async collective.
+class Work {
+ public:
+  struct State;
+  Work() = default;
+  explicit Work(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+  // Blocks until the collective finished; rethrows its error, if any.
+  void wait() const;
+  // True once the collective finished (successfully or not); never blocks.
+  bool is_completed() const;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+// An MPI communicator that scatterx owns: a duplicate of the one it was made
+// from, freed when the last copy of this object goes away. Copies share it.
+class Communicator {
+ public:
+  struct State;
+
+  // Initializes MPI when the application has not (MPI_THREAD_MULTIPLE, which
+  // the progress thread of the async forms needs; with a lower level, as
+  // provided by an application that initialized MPI itself, async forms run
+  // at the call and return completed Work). MPI is finalized at exit when
+  // scatterx initialized it.
+  static void ensure_mpi_initialized();
+
+  // A duplicate of MPI_COMM_WORLD.
+  static Communicator world();
+  // A duplicate of an application's communicator, given as its Fortran
+  // handle (MPI_Comm_c2f; mpi4py's comm.py2f()), so this header needs no mpi.h.
+  static Communicator from_fortran_handle(int64_t handle);
+  // As above, from an MPI_Comm's bits (the value of a C MPI_Comm, which is
+  // a pointer in Open MPI and an int in MPICH).
+  static Communicator from_c_handle(const void* comm_handle_bits, size_t size);
+
+  // Collective over this communicator: ranks with the same color form a new
+  // one, ordered by key (ties by rank). A negative color opts out: the result
+  // is then a null communicator (valid() is false).
+  Communicator split(int color, int key) const;
+
+  bool valid() const { return state_ != nullptr; }
+  int rank() const;
+  int size() const;
+
+  // Seconds a collective may wait for its peers before raising TimeoutError.
+  // Default: SCATTERX_DIST_TIMEOUT (seconds) from the environment, else 600.
+  void set_timeout(std::chrono::duration<double> timeout);
+  std::chrono::duration<double> timeout() const;
+
+  // Cross-rank metadata checks for the dense collectives (see above).
+  void set_checks(bool enabled);
+  bool checks() const;
+
+  // For the implementation: the shared state (MPI_Comm, progress thread).
+  State& state() const;
+
+ private:
+  explicit Communicator(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
+};
+
+// ---- collectives (torch.distributed's names and semantics) -----------------
+
+// outputs[i] = rank i's input; one output per rank, each of input's shape.
+void all_gather(const std::vector<TensorView>& outputs, const TensorView& input, const Communicator& comm);
+Work all_gather_async(const std::vector<TensorView>& outputs, const TensorView& input, const Communicator& comm);
+
+// output = the ranks' inputs, concatenated along dim 0 ([ws * n, ...]) or
+// stacked ([ws, n, ...]); a 0-d input gathers into [ws].
+void all_gather_into_tensor(const TensorView& output, const TensorView& input, const Communicator& comm);
+Work all_gather_into_tensor_async(const TensorView& output, const TensorView& input, const Communicator& comm);
+
+// output = op over ranks r of rank r's inputs[rank]; inputs holds one
+// tensor per rank, each of output's shape.
+void reduce_scatter(const TensorView& output, const std::vector<TensorView>& inputs, ReduceOp op,
+                    const Communicator& comm);
+Work reduce_scatter_async(const TensorView& output, const std::vector<TensorView>& inputs, ReduceOp op,
+                          const Communicator& comm);
+
+// input is [ws * n, ...] (or [ws, n, ...]); output = op over ranks of their
+// block `rank` of input. A pipelined ring: the reduction of one chunk
+// overlaps the transfer of the next.
+void reduce_scatter_tensor(const TensorView& output, const TensorView& input, ReduceOp op, const Communicator& comm);
+Work reduce_scatter_tensor_async(const TensorView& output, const TensorView& input, ReduceOp op,
+                                 const Communicator& comm);
+
+// tensor = op over ranks of tensor (reduce-scatter ring, then all-gather ring).
+void all_reduce(const TensorView& tensor, ReduceOp op, const Communicator& comm);
+Work all_reduce_async(const TensorView& tensor, ReduceOp op, const Communicator& comm);
+
+// tensor = root's tensor.
+void broadcast(const TensorView& tensor, int root, const Communicator& comm);
+Work broadcast_async(const TensorView& tensor, int root, const Communicator& comm);
+
+// outputs[i] = rank i's inputs[rank]; one tensor per rank in each list;
+// inputs[i] on this rank and outputs[rank] on rank i have the same shape.
+void all_to_all(const std::vector<TensorView>& outputs, const std::vector<TensorView>& inputs,
+                const Communicator& comm);
+Work all_to_all_async(const std::vector<TensorView>& outputs, const std::vector<TensorView>& inputs,
+                      const Communicator& comm);
+
+// Rows (dim 0) of input go to the ranks in order, input_split_sizes[i] rows
+// to rank i; output receives output_split_sizes[i] rows from rank i, in rank
+// order. An empty split list means equal splits (dim 0 divisible by ws).
+void all_to_all_single(const TensorView& output, const TensorView& input,
+                       const std::vector<int64_t>& output_split_sizes, const std::vector<int64_t>& input_split_sizes,
+                       const Communicator& comm);
+Work all_to_all_single_async(const TensorView& output, const TensorView& input,
+                             const std::vector<int64_t>& output_split_sizes,
+                             const std::vector<int64_t>& input_split_sizes, const Communicator& comm);
+
+// all_to_all_single that works out the receive splits itself: send_splits[i]
+// rows of input go to rank i; returns the received rows (contiguous, in rank
+// order) and how many came from each rank.
+struct AllToAllVResult {
+  Tensor output;
+  std::vector<int64_t> recv_splits;
+};
+AllToAllVResult all_to_all_v(const TensorView& input, const std::vector<int64_t>& send_splits,
+                             const Communicator& comm);
+
+}  // namespace scatterx::dist

@@ -1,0 +1,86 @@
+// Implementation side of dist.h: the communicator's shared state, its
+// progress thread, and non-blocking MPI waits that honour the timeout.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "dist/dist.h"
+
+namespace scatterx::dist {
+
+struct Work::State {
+  std::mutex mutex;
+  std::condition_variable done_cv;
+  bool done = false;
+  std::exception_ptr error;
+
+  void finish(std::exception_ptr e);
+};
+
+struct Communicator::State {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+  std::atomic<double> timeout_s{600.0};
+  std::atomic<bool> checks{false};
+  // Every rank calls collectives in the same order, so this counter agrees
+  // across ranks; each collective's messages carry a tag made from it.
+  uint32_t sequence = 0;
+
+  // Set when a collective timed out: its messages may still be in flight,
+  // so the communicator cannot be trusted again.
+  std::atomic<bool> broken{false};
+  std::string broken_reason;  // written once, before `broken` is set
+
+  // Collectives run one at a time, in call order: at the call when nothing
+  // is queued, else on the progress thread.
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<std::function<void()>> queue;
+  bool busy = false;
+  bool stopping = false;
+  std::thread worker;
+  bool threaded = true;  // MPI_THREAD_MULTIPLE: async forms use the thread
+
+  State(MPI_Comm owned, bool threaded_mpi);
+  ~State();
+  void stop_worker();
+  void worker_loop();
+
+  // Runs `task` in order with the other collectives. Sync: on this thread,
+  // after the queued ones. Async: queued; the returned Work completes with it.
+  Work submit(std::function<void()> task, bool async);
+
+  int next_tag() { return static_cast<int>(sequence++ % 30000u); }
+  void check_usable(const char* op) const;
+  [[noreturn]] void fail_timeout(const char* op, const std::string& waiting_for);
+};
+
+// Waits for MPI requests by polling, so that a deadline can end the wait.
+class Waiter {
+ public:
+  Waiter(Communicator::State& state, const char* op);
+  // Completes every request or raises TimeoutError (`what` says whom we
+  // waited for). Completed requests are left as MPI_REQUEST_NULL.
+  void wait_all(int n, MPI_Request* requests, const std::string& what);
+  void wait(MPI_Request& request, const std::string& what) { wait_all(1, &request, what); }
+
+ private:
+  Communicator::State& state_;
+  const char* op_;
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+void check_mpi(int rc, const char* op, const char* call);
+
+}  // namespace scatterx::dist
