@@ -197,4 +197,9 @@ struct AllToAllVResult {
 AllToAllVResult all_to_all_v(const TensorView& input, const std::vector<int64_t>& send_splits,
                              const Communicator& comm);
 
+// For code that includes mpi.h itself: a duplicate of `comm`.
+#ifdef MPI_VERSION
+inline Communicator from_mpi(MPI_Comm comm) { return Communicator::from_c_handle(&comm, sizeof(comm)); }
+#endif
+
 }  // namespace scatterx::dist

@@ -29,7 +29,8 @@ scatterx_build() {
 }
 
 # scatterx_python_env [torch]: a virtual environment in build/venv with numpy,
-# pytest and the scatterx package built from this checkout (pip install .).
+# pytest, mpi4py (when MPI is installed) and the scatterx package built from
+# this checkout (pip install .).
 # With "torch", torch is installed too (a large download; if it fails the
 # torch tests skip and say so).
 SCATTERX_VENV="$SCATTERX_ROOT/build/venv"
@@ -44,6 +45,10 @@ scatterx_python_env() {
   if [ "$with_torch" = torch ] && ! "$SCATTERX_VENV/bin/python" -c "import torch" 2>/dev/null; then
     echo "== installing torch (for the torch comparison and autograd tests)"
     "${pip[@]}" install torch || echo "== torch could not be installed: its tests will be skipped"
+  fi
+  if command -v mpicc >/dev/null && ! "$SCATTERX_VENV/bin/python" -c "import mpi4py" 2>/dev/null; then
+    echo "== installing mpi4py (for the scatterx.distributed tests with an mpi4py communicator)"
+    "${pip[@]}" install mpi4py || echo "== mpi4py could not be installed: its tests will be skipped"
   fi
   echo "== pip install . (the scatterx Python package)"
   "${pip[@]}" install "$SCATTERX_ROOT"

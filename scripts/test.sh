@@ -5,6 +5,8 @@
 #   3. the Python package: pip install . into build/venv, then pytest
 #      (torch is installed too, so the torch comparisons and autograd
 #      checks run; SCATTERX_TORCH=0 skips it and those tests say so),
+#      then tests/python_dist under mpirun with 1, 2 and 3 ranks
+#      (scatterx.distributed; mpi4py's tests skip if it did not install),
 #   4. the C++ suite built with AddressSanitizer + UndefinedBehaviorSanitizer.
 # --quick skips step 4.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -27,6 +29,20 @@ cmake --build "$prefix/consumer" -j "$SCATTERX_JOBS" >/dev/null
 scatterx_python_env "$([ "${SCATTERX_TORCH:-1}" = 0 ] || echo torch)"
 echo "== pytest"
 (cd "$SCATTERX_ROOT" && OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "$SCATTERX_VENV/bin/python" -m pytest -q -rs tests/python)
+
+if "$SCATTERX_VENV/bin/python" -c "import scatterx._C as c; assert hasattr(c, 'dist')" 2>/dev/null; then
+  echo "== pytest under mpirun (scatterx.distributed)"
+  for n in 1 2 3; do
+    echo "-- $n rank(s)"
+    (cd "$SCATTERX_ROOT" && timeout 600 mpirun --allow-run-as-root --oversubscribe -n "$n" \
+      env OMP_NUM_THREADS=1 "$SCATTERX_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/python_dist)
+  done
+elif command -v mpicc >/dev/null; then
+  echo "== MPI is installed but the Python package has no scatterx._C.dist: the build lost the distributed layer" >&2
+  exit 1
+else
+  echo "== scatterx.distributed not built (no MPI found): its mpirun tests are skipped"
+fi
 
 if [ $quick -eq 0 ]; then
   scatterx_build asan
