@@ -231,6 +231,16 @@ void agree_on_tensor(const std::vector<Meta>& metas, const char* op, const char*
   }
 }
 
+// Every rank passed the same reduce op (carried in Meta::extra).
+void agree_on_reduce_op(const std::vector<Meta>& metas, const char* op) {
+  for (size_t r = 1; r < metas.size(); ++r) {
+    if (metas[r].extra != metas[0].extra)
+      raise<MismatchError>(op, "ranks disagree on op: rank 0 has ",
+                           reduce_op_name(static_cast<ReduceOp>(metas[0].extra)), ", rank ", r, " has ",
+                           reduce_op_name(static_cast<ReduceOp>(metas[r].extra)));
+  }
+}
+
 // ---- launching --------------------------------------------------------------------
 
 // The body of a collective, run in order on the communicator: gets the
@@ -722,12 +732,7 @@ static Work reduce_scatter_tensor_impl(const TensorView& output, const TensorVie
                                              const std::vector<Meta>* metas) {
     if (metas) {
       agree_on_tensor(*metas, op, "input", true);
-      for (size_t r = 1; r < metas->size(); ++r) {
-        if ((*metas)[r].extra != (*metas)[0].extra)
-          raise<MismatchError>(op, "ranks disagree on op: rank 0 has ",
-                               reduce_op_name(static_cast<ReduceOp>((*metas)[0].extra)), ", rank ", r, " has ",
-                               reduce_op_name(static_cast<ReduceOp>((*metas)[r].extra)));
-      }
+      agree_on_reduce_op(*metas, op);
     }
     PackedInput in(input);
     StagedOutput out(output, false);
@@ -771,7 +776,10 @@ static Work reduce_scatter_impl(const TensorView& output, const std::vector<Tens
   };
   Body body = [output, inputs, reduce_op, op](Communicator::State& s, Waiter& w, int tag,
                                               const std::vector<Meta>* metas) {
-    if (metas) agree_on_tensor(*metas, op, "output", true);
+    if (metas) {
+      agree_on_tensor(*metas, op, "output", true);
+      agree_on_reduce_op(*metas, op);
+    }
     // Pack the list into one buffer of ws blocks (the local copy kernels).
     const int64_t es = output.element_size();
     const int64_t n = output.numel();
@@ -811,7 +819,10 @@ static Work all_reduce_impl(const TensorView& tensor, ReduceOp reduce_op, const 
     return m;
   };
   Body body = [tensor, reduce_op, op](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
-    if (metas) agree_on_tensor(*metas, op, "tensor", true);
+    if (metas) {
+      agree_on_tensor(*metas, op, "tensor", true);
+      agree_on_reduce_op(*metas, op);
+    }
     StagedOutput buf(tensor, true);
     const Blocks blocks = Blocks::even(tensor.numel(), s.size);
     const int64_t es = tensor.element_size();
@@ -916,6 +927,10 @@ static Work all_to_all_impl(const std::vector<TensorView>& outputs, const std::v
       values.push_back(inputs[static_cast<size_t>(i)].numel());
     }
     for (int i = 0; i < ws; ++i) values.push_back(outputs[static_cast<size_t>(i)].numel());
+    const size_t me = static_cast<size_t>(comm.rank());
+    SCATTERX_CHECK(inputs[me].sizes() == outputs[me].sizes(), ArgumentError, op, "output_tensor_list[", me,
+                   "] expected the shape of input_tensor_list[", me, "] ", inputs[me].sizes().str(),
+                   " (this rank's share to itself), got ", outputs[me].sizes().str());
     Meta m;
     m.describe(inputs[0]);
     m.values = std::move(values);
@@ -951,10 +966,6 @@ static Work all_to_all_impl(const std::vector<TensorView>& outputs, const std::v
       send_bytes[i] = inputs[i].numel() * inputs[i].element_size();
       recv_bytes[i] = outputs[i].numel() * outputs[i].element_size();
     }
-    const size_t me = static_cast<size_t>(s.rank);
-    SCATTERX_CHECK(send_bytes[me] == recv_bytes[me], ArgumentError, op, "output_tensor_list[", me,
-                   "] expected the size of input_tensor_list[", me, "] (", inputs[me].numel(), " elements), got ",
-                   outputs[me].numel());
     exchange_pairwise(s, w, tag, send, send_bytes, recv, recv_bytes, op);
     for (auto& o : staged) o.commit();
   };
