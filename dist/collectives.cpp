@@ -39,7 +39,7 @@ int64_t chunk_bytes() {
       const long long v = std::atoll(env);
       if (v > 0) return static_cast<int64_t>(v);
     }
-    return int64_t{1} << 20;
+    return int64_t{512} << 10;  // best of 128 KiB .. 2 MiB for 16 and 64 MiB with 2 ranks here
   }();
   return bytes;
 }
@@ -111,6 +111,17 @@ class StagedOutput {
   char* data_ = nullptr;
 };
 
+// A tensor whose memory comes from the scratch cache and goes back to it
+// when the caller drops the tensor: an all-to-all-v called in a loop then
+// reuses its output memory instead of faulting in fresh pages every call
+// (which on a VM costs more than the exchange itself).
+Tensor recycled_empty(const Shape& shape, DType dtype) {
+  const int64_t bytes = shape_numel(shape) * element_size(dtype);
+  auto [data, capacity] = detail::scratch_acquire(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+  std::shared_ptr<void> owner(data, [capacity = capacity](void* p) { detail::scratch_release(p, capacity); });
+  return Tensor::adopt(TensorView(data, dtype, shape), std::move(owner));
+}
+
 // ---- point-to-point helpers ----------------------------------------------------
 
 void post_send(const char* data, int64_t bytes, int peer, int tag, MPI_Comm comm, std::vector<MPI_Request>& out,
@@ -169,6 +180,8 @@ struct Meta {
 constexpr int64_t kMetaHeader = 4 + kMaxDims;
 // Data messages use tags below 30000 (State::next_tag).
 constexpr int kMetaTag = 30001;
+// all_reduce's all-gather phase: data tag + this, above every other tag.
+constexpr int kAllGatherTagOffset = 30002;
 
 std::vector<Meta> exchange_meta(Communicator::State& s, Waiter& w, const Meta& mine, const char* op) {
   const int64_t n_values = static_cast<int64_t>(mine.values.size());
@@ -451,8 +464,12 @@ int mod(int a, int m) { return ((a % m) + m) % m; }
 // (s contributions), folds in this rank's own values and passes it right;
 // the last step folds block `rank` into out. Chunks are folded as they
 // arrive, while the later ones are still on the wire.
+// `on_done(begin, len)`, when given, is called for each finished chunk of
+// out (element offsets), in order, as soon as it is final.
+using ChunkDone = std::function<void(int64_t begin, int64_t len)>;
+
 void ring_reduce_scatter(Communicator::State& s, Waiter& w, int tag, const char* src, char* out, const Blocks& blocks,
-                         DType dtype, ReduceOp reduce_op, const char* op) {
+                         DType dtype, ReduceOp reduce_op, const char* op, const ChunkDone& on_done = nullptr) {
   const int ws = s.size;
   const int r = s.rank;
   const int64_t es = element_size(dtype);
@@ -462,43 +479,60 @@ void ring_reduce_scatter(Communicator::State& s, Waiter& w, int tag, const char*
     const int64_t n = blocks.length[0];
     if (out != src) std::memmove(out, src, static_cast<size_t>(n * es));
     if (mean_count > 0) detail::finalize_mean_cpu(out, n, dtype, 1, op);
+    if (on_done) on_done(0, n);
     return;
   }
   const int right = mod(r + 1, ws);
   const int left = mod(r - 1, ws);
-  const int64_t chunk = std::max<int64_t>(1, chunk_bytes() / es);
+  // One request per chunk: chunks stay below MPI's int count.
+  const int64_t chunk = std::max<int64_t>(1, std::min(chunk_bytes(), kMaxMessageBytes) / es);
   auto block_at = [&](int step) { return mod(r - step - 1, ws); };
 
-  // Receive buffers of steps 1 .. ws-2 (the last step receives into scratch too,
-  // and folds into out).
-  std::vector<int64_t> recv_offset(static_cast<size_t>(ws), 0);
-  int64_t recv_elems = 0;
-  for (int step = 1; step < ws; ++step) {
-    recv_offset[static_cast<size_t>(step)] = recv_elems;
-    recv_elems += blocks.length[static_cast<size_t>(block_at(step))];
-  }
-  Scratch recv(recv_elems * es, s);
-
-  // Every receive up front, in the order the left neighbour sends.
   struct Piece {
     int step;
     int64_t begin;  // element offset within the block
     int64_t len;
   };
-  std::vector<Piece> pieces;
-  std::vector<MPI_Request> recv_req;
+  std::vector<Piece> pieces;  // in the order the left neighbour sends them
   for (int step = 1; step < ws; ++step) {
     const int64_t len = blocks.length[static_cast<size_t>(block_at(step))];
     for (int64_t c = 0; c < len || (c == 0 && len == 0); c += chunk) {
-      const int64_t n = std::min(chunk, len - c);
-      pieces.push_back({step, c, n});
-      char* dst = recv.data() + (recv_offset[static_cast<size_t>(step)] + c) * es;
-      std::vector<MPI_Request> one;
-      post_recv(dst, n * es, left, tag, s.comm, one, op);
-      recv_req.insert(recv_req.end(), one.begin(), one.end());
+      pieces.push_back({step, c, std::min(chunk, len - c)});
       if (len == 0) break;
     }
   }
+  const size_t n_pieces = pieces.size();
+  size_t n_middle = 0;  // pieces of steps 1 .. ws-2, which are forwarded
+  while (n_middle < n_pieces && pieces[n_middle].step < ws - 1) ++n_middle;
+
+  // The forwarded partials (steps 1 .. ws-2) need their own memory until
+  // their send completes: one buffer for all of them. The last step's
+  // chunks are folded into out at once, so they cycle through a few slots
+  // that stay in cache (the received bytes are never written back to memory).
+  int64_t middle_elems = 0;
+  std::vector<int64_t> middle_offset(n_middle);
+  for (size_t i = 0; i < n_middle; ++i) {
+    middle_offset[i] = middle_elems;
+    middle_elems += pieces[i].len;
+  }
+  constexpr size_t kSlots = 8;
+  Scratch middle(middle_elems * es, s);
+  Scratch slots(static_cast<int64_t>(kSlots) * chunk * es, s);
+  auto buffer_of = [&](size_t i) {
+    return i < n_middle ? middle.data() + middle_offset[i] * es : slots.data() + ((i - n_middle) % kSlots) * chunk * es;
+  };
+
+  // Receives: every forwarded piece at once, then the last step's pieces as
+  // slots free up (posting order is the order of arrival either way).
+  std::vector<MPI_Request> recv_req(n_pieces, MPI_REQUEST_NULL);
+  auto post_piece = [&](size_t i) {
+    std::vector<MPI_Request> one;
+    post_recv(buffer_of(i), pieces[i].len * es, left, tag, s.comm, one, op);
+    recv_req[i] = one[0];
+  };
+  size_t posted = 0;
+  for (; posted < std::min(n_pieces, n_middle + kSlots); ++posted) post_piece(posted);
+
   // Step 0: this rank's own values of block rank - 1, straight from src.
   std::vector<MPI_Request> send_req;
   {
@@ -510,49 +544,79 @@ void ring_reduce_scatter(Communicator::State& s, Waiter& w, int tag, const char*
       if (len == 0) break;
     }
   }
-  // Pieces bigger than kMaxMessageBytes were posted as several requests.
-  size_t next_req = 0;
-  for (const Piece& p : pieces) {
-    const int64_t bytes = p.len * es;
-    const size_t n_req = static_cast<size_t>(std::max<int64_t>(1, (bytes + kMaxMessageBytes - 1) / kMaxMessageBytes));
-    w.wait_all(static_cast<int>(n_req), recv_req.data() + next_req, rank_name(left));
-    next_req += n_req;
+  for (size_t i = 0; i < n_pieces; ++i) {
+    const Piece& p = pieces[i];
+    w.wait(recv_req[i], rank_name(left));
     const size_t b = static_cast<size_t>(block_at(p.step));
-    char* partial = recv.data() + (recv_offset[static_cast<size_t>(p.step)] + p.begin) * es;
+    char* partial = buffer_of(i);
     const char* own = src + (blocks.offset[b] + p.begin) * es;
-    if (p.step < ws - 1) {
+    if (i < n_middle) {
       detail::combine_cpu(partial, own, partial, p.len, dtype, reduce, 0, op);
-      post_send(partial, bytes, right, tag, s.comm, send_req, op);
+      post_send(partial, p.len * es, right, tag, s.comm, send_req, op);
     } else {
       detail::combine_cpu(out + p.begin * es, own, partial, p.len, dtype, reduce, mean_count, op);
+      if (posted < n_pieces) post_piece(posted++);  // reuses the slot just consumed
+      if (on_done) on_done(p.begin, p.len);
     }
   }
   w.wait_all(static_cast<int>(send_req.size()), send_req.data(), rank_name(right));
 }
 
-// Ring all-gather over `buf`, whose block `rank` is already in place: step
-// s passes block rank - s right and receives block rank - s - 1 from the
-// left, chunk by chunk, forwarding each chunk as soon as it arrived.
-void ring_all_gather(Communicator::State& s, Waiter& w, int tag, char* buf, const Blocks& blocks, int64_t es,
-                     const char* op, const char* own = nullptr) {
-  const int ws = s.size;
-  const size_t me = static_cast<size_t>(s.rank);
-  // `own`, when given, holds this rank's block (contiguous); it is sent from
-  // there and copied into buf while the messages are on the wire.
-  auto place_own = [&] {
-    if (own != nullptr && own != buf + blocks.offset[me] * es)
-      std::memcpy(buf + blocks.offset[me] * es, own, static_cast<size_t>(blocks.length[me] * es));
-  };
-  if (ws == 1) {
-    place_own();
-    return;
+// Ring all-gather over `buf`: step s passes block rank - s right and
+// receives block rank - s - 1 from the left, chunk by chunk, forwarding each
+// chunk as soon as it arrived. In three parts, so that all_reduce can send
+// its own block chunk by chunk while the reduce-scatter still finishes it:
+//   RingAllGather ag(...);        posts every receive
+//   ag.send_own(begin, len);      this rank's block, in `chunk` pieces, in order
+//   ag.finish();                  forwards and waits
+class RingAllGather {
+ public:
+  RingAllGather(Communicator::State& s, Waiter& w, int tag, char* buf, const Blocks& blocks, int64_t es, int64_t chunk,
+                const char* op)
+      : s_(s), w_(w), tag_(tag), es_(es), chunk_(chunk), op_(op) {
+    const int ws = s.size;
+    if (ws == 1) return;
+    right_ = mod(s.rank + 1, ws);
+    left_ = mod(s.rank - 1, ws);
+    for (int step = 0; step < ws - 1; ++step) {
+      const size_t b = static_cast<size_t>(mod(s.rank - step - 1, ws));
+      const int64_t len = blocks.length[b];
+      for (int64_t c = 0; c < len || (c == 0 && len == 0); c += chunk) {
+        const int64_t n = std::min(chunk, len - c);
+        char* dst = buf + (blocks.offset[b] + c) * es;
+        const size_t first = recv_req_.size();
+        post_recv(dst, n * es, left_, tag, s.comm, recv_req_, op);
+        pieces_.push_back({step, dst, n * es, first, recv_req_.size() - first});
+        if (len == 0) break;
+      }
+    }
   }
-  const int r = s.rank;
-  const int right = mod(r + 1, ws);
-  const int left = mod(r - 1, ws);
-  // Chunks only serve forwarding; with two ranks nothing is forwarded, so
-  // each block goes as one message (fewer messages to match).
-  const int64_t chunk = ws == 2 ? std::numeric_limits<int64_t>::max() : std::max<int64_t>(1, chunk_bytes() / es);
+
+  // Sends elements [begin, begin + len) of this rank's block from `from`
+  // (a contiguous copy of the block, or the block in buf itself). len is
+  // `chunk` except for the block's last piece.
+  void send_own(const char* from, int64_t begin, int64_t len) {
+    if (s_.size == 1) return;
+    for (int64_t c = 0; c < len || (c == 0 && len == 0); c += chunk_) {
+      const int64_t n = std::min(chunk_, len - c);
+      post_send(from + (begin + c) * es_, n * es_, right_, tag_, s_.comm, send_req_, op_);
+      if (len == 0) break;
+    }
+  }
+
+  void finish() {
+    const int ws = s_.size;
+    if (ws == 1) return;
+    for (const Piece& p : pieces_) {
+      if (p.step == ws - 2) break;  // the last step's blocks are not forwarded
+      w_.wait_all(static_cast<int>(p.n_req), recv_req_.data() + p.first_req, rank_name(left_));
+      post_send(p.data, p.bytes, right_, tag_, s_.comm, send_req_, op_);
+    }
+    w_.wait_all(static_cast<int>(recv_req_.size()), recv_req_.data(), rank_name(left_));
+    w_.wait_all(static_cast<int>(send_req_.size()), send_req_.data(), rank_name(right_));
+  }
+
+ private:
   struct Piece {
     int step;
     char* data;
@@ -560,38 +624,33 @@ void ring_all_gather(Communicator::State& s, Waiter& w, int tag, char* buf, cons
     size_t first_req;
     size_t n_req;
   };
-  std::vector<Piece> pieces;
-  std::vector<MPI_Request> recv_req;
-  for (int step = 0; step < ws - 1; ++step) {
-    const size_t b = static_cast<size_t>(mod(r - step - 1, ws));
-    const int64_t len = blocks.length[b];
-    for (int64_t c = 0; c < len || (c == 0 && len == 0); c += chunk) {
-      const int64_t n = std::min(chunk, len - c);
-      char* dst = buf + (blocks.offset[b] + c) * es;
-      const size_t first = recv_req.size();
-      post_recv(dst, n * es, left, tag, s.comm, recv_req, op);
-      pieces.push_back({step, dst, n * es, first, recv_req.size() - first});
-      if (len == 0) break;
-    }
-  }
-  std::vector<MPI_Request> send_req;
-  {
-    const int64_t len = blocks.length[me];
-    const char* from = own != nullptr ? own : buf + blocks.offset[me] * es;
-    for (int64_t c = 0; c < len || (c == 0 && len == 0); c += chunk) {
-      const int64_t n = std::min(chunk, len - c);
-      post_send(from + c * es, n * es, right, tag, s.comm, send_req, op);
-      if (len == 0) break;
-    }
-  }
-  place_own();
-  for (const Piece& p : pieces) {
-    if (p.step == ws - 2) break;  // the last step's blocks are not forwarded
-    w.wait_all(static_cast<int>(p.n_req), recv_req.data() + p.first_req, rank_name(left));
-    post_send(p.data, p.bytes, right, tag, s.comm, send_req, op);
-  }
-  w.wait_all(static_cast<int>(recv_req.size()), recv_req.data(), rank_name(left));
-  w.wait_all(static_cast<int>(send_req.size()), send_req.data(), rank_name(right));
+  Communicator::State& s_;
+  Waiter& w_;
+  int tag_;
+  int64_t es_;
+  int64_t chunk_;
+  const char* op_;
+  int right_ = 0;
+  int left_ = 0;
+  std::vector<Piece> pieces_;
+  std::vector<MPI_Request> recv_req_;
+  std::vector<MPI_Request> send_req_;
+};
+
+// The whole all-gather; `own`, when given, holds this rank's block
+// (contiguous): it is sent from there and copied into buf while the
+// messages are on the wire.
+void ring_all_gather(Communicator::State& s, Waiter& w, int tag, char* buf, const Blocks& blocks, int64_t es,
+                     const char* op, const char* own = nullptr) {
+  const size_t me = static_cast<size_t>(s.rank);
+  char* slot = buf + blocks.offset[me] * es;
+  // Chunks only serve forwarding; with two ranks nothing is forwarded, so
+  // each block goes as one message (fewer messages to match).
+  const int64_t chunk = s.size <= 2 ? std::numeric_limits<int64_t>::max() : std::max<int64_t>(1, chunk_bytes() / es);
+  RingAllGather ag(s, w, tag, buf, blocks, es, chunk, op);
+  ag.send_own(own != nullptr ? own : slot, 0, blocks.length[me]);
+  if (own != nullptr && own != slot) std::memcpy(slot, own, static_cast<size_t>(blocks.length[me] * es));
+  ag.finish();
 }
 
 // Pairwise exchange: send_bytes[p] from send + send_offset[p] to rank p,
@@ -830,9 +889,14 @@ static Work all_reduce_impl(const TensorView& tensor, ReduceOp reduce_op, const 
     // result, and the other blocks are only read until the all-gather
     // overwrites them.
     char* mine = buf.data() + blocks.offset[static_cast<size_t>(s.rank)] * es;
-    Blocks rs = blocks;
-    ring_reduce_scatter(s, w, tag, buf.data(), mine, rs, tensor.dtype(), reduce_op, op);
-    ring_all_gather(s, w, tag, buf.data(), blocks, es, op);
+    // The all-gather's messages have their own tag, and each reduced chunk
+    // of this rank's block leaves as soon as the reduce-scatter finished
+    // it, so the two phases overlap.
+    const int64_t chunk = std::max<int64_t>(1, chunk_bytes() / es);
+    RingAllGather ag(s, w, tag + kAllGatherTagOffset, buf.data(), blocks, es, chunk, op);
+    ring_reduce_scatter(s, w, tag, buf.data(), mine, blocks, tensor.dtype(), reduce_op, op,
+                        [&](int64_t begin, int64_t len) { ag.send_own(mine, begin, len); });
+    ag.finish();
     buf.commit();
   };
   return launch(comm, op, async, false, check, std::move(body));
@@ -1114,7 +1178,7 @@ AllToAllVResult all_to_all_v(const TensorView& input, const std::vector<int64_t>
     }
     std::vector<int64_t> shape = input.sizes().vec();
     shape[0] = rows;
-    result.output = Tensor::empty(Shape(shape), input.dtype());
+    result.output = recycled_empty(Shape(shape), input.dtype());
     PackedInput in(input);
     exchange_rows(s, w, tag, in.data(), static_cast<char*>(result.output.data()), sends, result.recv_splits,
                   row_bytes(input), op);
