@@ -617,7 +617,7 @@ Case make_all_reduce(Env& env, int64_t size) {
 struct Splits {
   std::vector<int64_t> send_rows, recv_rows;
   std::vector<int> send_counts, send_displs, recv_counts, recv_displs;  // elements, for MPI
-  int64_t rows = 0;                                                    // sent = received, per rank
+  int64_t rows = 0;                                                     // sent = received, per rank
 };
 
 Splits make_splits(int64_t u) {
@@ -864,8 +864,9 @@ int run(int argc, char** argv) {
     std::ostringstream s;
     s << "dtype " << sx::dtype_name(opt.dtype) << "; sizes " << human(opt.min_bytes) << " to " << human(opt.max_bytes)
       << " (x" << opt.factor << "); "
-      << (opt.iters ? std::to_string(opt.iters) + " timed calls" : std::string("20 * sqrt(64 MiB / size) timed calls "
-                                                                               "(20 to 200)"))
+      << (opt.iters ? std::to_string(opt.iters) + " timed calls"
+                    : std::string("20 * sqrt(64 MiB / size) timed calls "
+                                  "(20 to 200)"))
       << " per implementation after " << opt.warmup << " warm-up calls, interleaved, barrier before each; time = "
       << "slowest rank; p50 / p99 over calls; scatterx cross-rank checks during timing: "
       << (timed_checks ? "on" : "off") << (env.types.user_op ? "; MPI bfloat16 sums use a user-defined MPI_Op" : "");
@@ -934,8 +935,9 @@ int run(int argc, char** argv) {
 
       // Time, interleaved; rerun when other processes were busy.
       const int iters =
-          opt.iters ? opt.iters
-                    : static_cast<int>(std::clamp(20.0 * std::sqrt(64.0 * kMiB / static_cast<double>(size)), 20.0, 200.0));
+          opt.iters
+              ? opt.iters
+              : static_cast<int>(std::clamp(20.0 * std::sqrt(64.0 * kMiB / static_cast<double>(size)), 20.0, 200.0));
       std::vector<double> t_sx(static_cast<size_t>(iters)), t_mpi(static_cast<size_t>(iters));
       std::vector<double> m_sx(static_cast<size_t>(iters)), m_mpi(static_cast<size_t>(iters));
       for (int attempt = 0;; ++attempt) {
@@ -997,8 +999,9 @@ int run(int argc, char** argv) {
   std::vector<std::string> missed, met;
   int n_floors = 0;
   if (g_rank == 0) {
-    emit("| op | impl | size (B) | count | p50 us | p99 us | algbw GB/s | busbw GB/s | busbw sx/MPI | floor | check | "
-         "other CPU |");
+    emit(
+        "| op | impl | size (B) | count | p50 us | p99 us | algbw GB/s | busbw GB/s | busbw sx/MPI | floor | check | "
+        "other CPU |");
     emit("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|");
     for (const Result& r : results) {
       if (r.sx.p50_us != r.sx.p50_us) {  // not timed
@@ -1012,19 +1015,19 @@ int run(int argc, char** argv) {
         const double ratio = r.ratio();
         const bool ok = ratio >= r.floor;
         floor_cell = ">= " + fmt("%.1fx", r.floor) + (ok ? " met" : " **missed**");
-        std::string what = r.op + " " + human(r.nominal) + ": " + fmt("%.2fx", ratio) + (ok ? " >= " : " < ") +
-                           fmt("%.1fx", r.floor);
+        std::string what =
+            r.op + " " + human(r.nominal) + ": " + fmt("%.2fx", ratio) + (ok ? " >= " : " < ") + fmt("%.1fx", r.floor);
         if (!ok) what += " (" + fmt("%.0f%%", (1 - ratio / r.floor) * 100) + " short)";
         (ok ? met : missed).push_back(what);
       }
       const std::string other = pct(r.other) + (r.attempts > 1 ? " (" + std::to_string(r.attempts) + " runs)" : "");
       emit("| " + r.op + " | scatterx | " + std::to_string(r.bytes) + " | " + std::to_string(r.count) + " | " +
            fmt("%.1f", r.sx.p50_us) + " | " + fmt("%.1f", r.sx.p99_us) + " | " + fmt("%.3f", r.algbw(r.sx)) + " | " +
-           fmt("%.3f", r.busbw(r.sx)) + " | " + fmt("%.2fx", r.ratio()) + " | " + floor_cell + " | " + r.check +
-           " | " + other + " |");
+           fmt("%.3f", r.busbw(r.sx)) + " | " + fmt("%.2fx", r.ratio()) + " | " + floor_cell + " | " + r.check + " | " +
+           other + " |");
       emit(std::string("| ") + r.op + " | MPI | " + std::to_string(r.bytes) + " | " + std::to_string(r.count) + " | " +
-           fmt("%.1f", r.mpi.p50_us) + " | " + fmt("%.1f", r.mpi.p99_us) + " | " + fmt("%.3f", r.algbw(r.mpi)) +
-           " | " + fmt("%.3f", r.busbw(r.mpi)) + " | | | | |");
+           fmt("%.1f", r.mpi.p50_us) + " | " + fmt("%.1f", r.mpi.p99_us) + " | " + fmt("%.3f", r.algbw(r.mpi)) + " | " +
+           fmt("%.3f", r.busbw(r.mpi)) + " | | | | |");
     }
     emit("");
     {

@@ -314,8 +314,8 @@ void register_dist(nb::module_& m) {
         const TensorView in = view_of(input, "all_to_all_single", "input");
         without_gil([&] { dist::all_to_all_single(out, in, output_split_sizes, input_split_sizes, comm); });
       },
-      nb::arg("output"), nb::arg("input"), nb::arg("output_split_sizes"), nb::arg("input_split_sizes"),
-      nb::arg("comm"), "Rows of input go to the ranks by input_split_sizes; empty split lists mean equal splits.");
+      nb::arg("output"), nb::arg("input"), nb::arg("output_split_sizes"), nb::arg("input_split_sizes"), nb::arg("comm"),
+      "Rows of input go to the ranks by input_split_sizes; empty split lists mean equal splits.");
   d.def(
       "all_to_all_single_async",
       [](const OutArray& output, const InArray& input, const std::vector<int64_t>& output_split_sizes,
@@ -326,8 +326,8 @@ void register_dist(nb::module_& m) {
             [&] { return dist::all_to_all_single_async(out, in, output_split_sizes, input_split_sizes, comm); });
         return new PyWork(std::move(w), {output}, {input});
       },
-      nb::arg("output"), nb::arg("input"), nb::arg("output_split_sizes"), nb::arg("input_split_sizes"),
-      nb::arg("comm"), nb::rv_policy::take_ownership);
+      nb::arg("output"), nb::arg("input"), nb::arg("output_split_sizes"), nb::arg("input_split_sizes"), nb::arg("comm"),
+      nb::rv_policy::take_ownership);
 
   d.def(
       "all_to_all_v",

@@ -28,8 +28,7 @@ std::vector<SplitPattern> split_patterns() {
       {"Equal", [](int, int) { return int64_t{2}; }},
       {"Uneven", [](int r, int p) { return int64_t{(r + 2 * p + 1) % 4}; }},
       {"RankZeroSendsNothing", [](int r, int p) { return r == 0 ? int64_t{0} : int64_t{1 + (r * p) % 3}; }},
-      {"NothingToLastRank",
-       [](int r, int p) { return p == world().size() - 1 ? 0 : int64_t{r + p + 1}; }},
+      {"NothingToLastRank", [](int r, int p) { return p == world().size() - 1 ? 0 : int64_t{r + p + 1}; }},
       {"AllZero", [](int, int) { return int64_t{0}; }},
       {"OneBigPeer", [](int r, int p) { return (r + p) % 2 == 0 ? int64_t{3000} : int64_t{1}; }},
   };
@@ -104,9 +103,7 @@ std::string dtype_name_of(const ::testing::TestParamInfo<DType>& info) { return 
 TEST_P(AllToAllTest, ListsOfDifferentShapes) {
   // rank r sends to p a tensor of shape [(r + 2p) % 3, 1 + (r * p) % 3]
   // (zero rows included)
-  auto shape_of = [&](int r, int p) {
-    return Shape{(r + 2 * p) % 3, 1 + (r * p) % 3};
-  };
+  auto shape_of = [&](int r, int p) { return Shape{(r + 2 * p) % 3, 1 + (r * p) % 3}; };
   std::vector<Tensor> ins, outs;
   std::vector<TensorView> inputs, outputs;
   for (int p = 0; p < ws(); ++p) {

@@ -29,10 +29,12 @@ TEST_F(AsyncTest, SeveralOutstandingThenWait) {
   // broadcast from the last rank
   Tensor bc = make({17}, DType::Float16, [&](int64_t i) { return plain_value(DType::Float16, rank(), i); });
   // reduce_scatter_tensor
-  Tensor rs_in = make({ws() * 4}, DType::Int32, [&](int64_t i) { return reduce_input(ReduceOp::Max, DType::Int32, rank(), i); });
+  Tensor rs_in =
+      make({ws() * 4}, DType::Int32, [&](int64_t i) { return reduce_input(ReduceOp::Max, DType::Int32, rank(), i); });
   Tensor rs_out = Tensor::zeros({4}, DType::Int32);
   // all_to_all_single, equal splits
-  Tensor a2a_in = make({ws() * 2}, DType::Complex64, [&](int64_t i) { return plain_value(DType::Complex64, rank(), i); });
+  Tensor a2a_in =
+      make({ws() * 2}, DType::Complex64, [&](int64_t i) { return plain_value(DType::Complex64, rank(), i); });
   Tensor a2a_out = Tensor::zeros({ws() * 2}, DType::Complex64);
   // all_gather (list)
   Tensor lg_in = make({2}, DType::UInt8, [&](int64_t i) { return plain_value(DType::UInt8, rank(), i); });
@@ -42,14 +44,16 @@ TEST_F(AsyncTest, SeveralOutstandingThenWait) {
   // reduce_scatter (list)
   std::vector<Tensor> rsl_ins;
   for (int j = 0; j < ws(); ++j) {
-    rsl_ins.push_back(make({3}, DType::Float64, [&](int64_t i) { return reduce_input(ReduceOp::Prod, DType::Float64, rank(), j * 3 + i); }));
+    rsl_ins.push_back(make({3}, DType::Float64,
+                           [&](int64_t i) { return reduce_input(ReduceOp::Prod, DType::Float64, rank(), j * 3 + i); }));
   }
   std::vector<TensorView> rsl_views(rsl_ins.begin(), rsl_ins.end());
   Tensor rsl_out = Tensor::zeros({3}, DType::Float64);
   // all_to_all (list)
   std::vector<Tensor> al_ins, al_outs;
   for (int p = 0; p < ws(); ++p) {
-    al_ins.push_back(make({p + 1}, DType::Int8, [&](int64_t i) { return plain_value(DType::Int8, rank(), p * 10 + i); }));
+    al_ins.push_back(
+        make({p + 1}, DType::Int8, [&](int64_t i) { return plain_value(DType::Int8, rank(), p * 10 + i); }));
     al_outs.push_back(Tensor::zeros({rank() + 1}, DType::Int8));
   }
   std::vector<TensorView> al_in_views(al_ins.begin(), al_ins.end()), al_out_views(al_outs.begin(), al_outs.end());
@@ -72,16 +76,18 @@ TEST_F(AsyncTest, SeveralOutstandingThenWait) {
   EXPECT_TRUE(holds(ag_out, [&](int64_t i) { return plain_value(DType::Int64, static_cast<int>(i / 6), i % 6); }))
       << "all_gather_into_tensor";
   EXPECT_TRUE(holds(bc, [&](int64_t i) { return plain_value(DType::Float16, ws() - 1, i); })) << "broadcast";
-  EXPECT_TRUE(holds(rs_out, [&](int64_t i) { return reduce_expected(ReduceOp::Max, DType::Int32, all, rank() * 4 + i); }))
-      << "reduce_scatter_tensor";
+  EXPECT_TRUE(holds(rs_out, [&](int64_t i) {
+    return reduce_expected(ReduceOp::Max, DType::Int32, all, rank() * 4 + i);
+  })) << "reduce_scatter_tensor";
   EXPECT_TRUE(holds(a2a_out, [&](int64_t i) {
     return plain_value(DType::Complex64, static_cast<int>(i / 2), rank() * 2 + i % 2);
   })) << "all_to_all_single";
   for (int r = 0; r < ws(); ++r) {
     EXPECT_TRUE(holds(lg_outs[r], [&](int64_t i) { return plain_value(DType::UInt8, r, i); })) << "all_gather " << r;
   }
-  EXPECT_TRUE(holds(rsl_out, [&](int64_t i) { return reduce_expected(ReduceOp::Prod, DType::Float64, all, rank() * 3 + i); }))
-      << "reduce_scatter";
+  EXPECT_TRUE(holds(rsl_out, [&](int64_t i) {
+    return reduce_expected(ReduceOp::Prod, DType::Float64, all, rank() * 3 + i);
+  })) << "reduce_scatter";
   for (int q = 0; q < ws(); ++q) {
     EXPECT_TRUE(holds(al_outs[q], [&](int64_t i) { return plain_value(DType::Int8, q, rank() * 10 + i); }))
         << "all_to_all from " << q;
@@ -121,7 +127,8 @@ TEST_F(AsyncTest, BlockingAfterAsync) {
 // is_completed() becomes true on its own (the progress thread runs the
 // collective without a wait()).
 TEST_F(AsyncTest, CompletesWithoutWait) {
-  Tensor t = make({100000}, DType::Float32, [&](int64_t i) { return reduce_input(ReduceOp::Sum, DType::Float32, rank(), i); });
+  Tensor t =
+      make({100000}, DType::Float32, [&](int64_t i) { return reduce_input(ReduceOp::Sum, DType::Float32, rank(), i); });
   Work w = dist::all_reduce_async(t, ReduceOp::Sum, comm());
   const auto deadline = std::chrono::steady_clock::now() + 30s;
   while (!w.is_completed() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
@@ -136,7 +143,8 @@ TEST_F(AsyncTest, TwoCommunicatorsConcurrently) {
   Communicator a = comm().split(0, rank());
   Communicator b = comm().split(0, ws() - 1 - rank());
   const int64_t n = 1 << 20;
-  Tensor x = make({n}, DType::Float32, [&](int64_t i) { return reduce_input(ReduceOp::Sum, DType::Float32, rank(), i); });
+  Tensor x =
+      make({n}, DType::Float32, [&](int64_t i) { return reduce_input(ReduceOp::Sum, DType::Float32, rank(), i); });
   Tensor y = make({n}, DType::Int32, [&](int64_t i) { return reduce_input(ReduceOp::Max, DType::Int32, rank(), i); });
   Work wx = dist::all_reduce_async(x, ReduceOp::Sum, a);
   Work wy = dist::all_reduce_async(y, ReduceOp::Max, b);
@@ -181,9 +189,7 @@ TEST_F(AsyncTest, ErrorSurfaces) {
   w1.wait();
   w0.wait();
   EXPECT_TRUE(holds(before, [&](int64_t i) { return V{static_cast<double>((ws() - 1) * 4 + i), 0}; }));
-  EXPECT_TRUE(holds(after, [&](int64_t i) {
-    return V{static_cast<double>(ws() * (ws() - 1) / 2 + ws() * i), 0};
-  }));
+  EXPECT_TRUE(holds(after, [&](int64_t i) { return V{static_cast<double>(ws() * (ws() - 1) / 2 + ws() * i), 0}; }));
 }
 
 // Errors of other kinds through the async forms.
@@ -202,7 +208,8 @@ TEST_F(AsyncTest, ArgumentErrorsSurface) {
   };
   Tensor input = Tensor::zeros({ws() * 2}, DType::Float32);
   Tensor output = Tensor::zeros({ws() * 2 + 1}, DType::Float32);
-  std::string msg = wait_error([&] { return dist::all_gather_into_tensor_async(output, input.slice(0, 0, 2), comm()); });
+  std::string msg =
+      wait_error([&] { return dist::all_gather_into_tensor_async(output, input.slice(0, 0, 2), comm()); });
   EXPECT_TRUE(mentions(msg, {"all_gather_into_tensor", "output"}));
   std::vector<int64_t> bad(static_cast<size_t>(ws()), 2);
   bad[0] = 3;
@@ -227,9 +234,11 @@ TEST_F(AsyncTest, ManyInFlight) {
   for (Work& w : works) w.wait();
   for (int k = 0; k < count; ++k) {
     EXPECT_TRUE(works[k].is_completed());
-    EXPECT_TRUE(holds(ts[k], [&](int64_t i) {
-      return V{static_cast<double>(ws() * (ws() - 1) / 2 + ws() * (k + i)), 0};
-    })) << "collective " << k;
+    EXPECT_TRUE(holds(ts[k],
+                      [&](int64_t i) {
+                        return V{static_cast<double>(ws() * (ws() - 1) / 2 + ws() * (k + i)), 0};
+                      }))
+        << "collective " << k;
   }
 }
 

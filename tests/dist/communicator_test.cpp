@@ -65,7 +65,8 @@ TEST_F(CommunicatorTest, ChecksSetting) {
   fresh.set_checks(true);
   EXPECT_TRUE(fresh.checks());
   // a correct collective with the checks on works as without
-  Tensor t = make({5}, DType::Float32, [&](int64_t i) { return reduce_input(ReduceOp::Sum, DType::Float32, rank(), i); });
+  Tensor t =
+      make({5}, DType::Float32, [&](int64_t i) { return reduce_input(ReduceOp::Sum, DType::Float32, rank(), i); });
   dist::all_reduce(t, ReduceOp::Sum, fresh);
   EXPECT_TRUE(holds(t, [&](int64_t i) { return reduce_expected(ReduceOp::Sum, DType::Float32, iota_ranks(ws()), i); }));
   fresh.set_checks(false);
@@ -96,8 +97,7 @@ TEST_F(CommunicatorTest, SplitByParity) {
   for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Prod, ReduceOp::Avg}) {
     Tensor t = make({11}, DType::Int32, [&](int64_t i) { return reduce_input(op, DType::Int32, rank(), i); });
     dist::all_reduce(t, op, sub);
-    EXPECT_TRUE(holds(t, [&](int64_t i) { return reduce_expected(op, DType::Int32, members, i); }))
-        << op_label(op);
+    EXPECT_TRUE(holds(t, [&](int64_t i) { return reduce_expected(op, DType::Int32, members, i); })) << op_label(op);
   }
   // all_gather_into_tensor: rows in group-rank order
   Tensor mine = make({2}, DType::Float64, [&](int64_t i) { return plain_value(DType::Float64, rank(), i); });
@@ -138,7 +138,8 @@ TEST_F(CommunicatorTest, SplitWithNegativeColorOptsOut) {
     ASSERT_TRUE(sub.valid());
     EXPECT_EQ(sub.size(), ws() - 1);
     EXPECT_EQ(sub.rank(), rank() - 1);
-    Tensor t = make({3}, DType::Float32, [&](int64_t i) { return reduce_input(ReduceOp::Sum, DType::Float32, rank(), i); });
+    Tensor t =
+        make({3}, DType::Float32, [&](int64_t i) { return reduce_input(ReduceOp::Sum, DType::Float32, rank(), i); });
     dist::all_reduce(t, ReduceOp::Sum, sub);
     std::vector<int> members;
     for (int r = 1; r < ws(); ++r) members.push_back(r);

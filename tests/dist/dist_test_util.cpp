@@ -236,8 +236,7 @@ std::vector<int> iota_ranks(int n) {
 }
 
 const std::vector<ReduceOp>& all_reduce_ops() {
-  static const std::vector<ReduceOp> ops = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max,
-                                            ReduceOp::Avg};
+  static const std::vector<ReduceOp> ops = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max, ReduceOp::Avg};
   return ops;
 }
 

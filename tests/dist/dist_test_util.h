@@ -59,8 +59,8 @@ class DistTest : public ::testing::Test {
   void TearDown() override;
 };
 
-#define SXD_REQUIRE_WS2()                                                  \
-  do {                                                                     \
+#define SXD_REQUIRE_WS2()                                               \
+  do {                                                                  \
     if (world().size() < 2) GTEST_SKIP() << "needs at least two ranks"; \
   } while (0)
 

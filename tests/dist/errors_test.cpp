@@ -31,8 +31,9 @@ class LocalErrorTest : public DistTest {
     if (!HasFatalFailure()) {
       Tensor t = make({}, DType::Int32, [&](int64_t) { return V{1, 0}; });
       dist::all_reduce(t, ReduceOp::Sum, comm());
-      EXPECT_TRUE(holds(t, [&](int64_t) { return V{static_cast<double>(ws()), 0}; }))
-          << "the communicator is unusable after a local error";
+      EXPECT_TRUE(holds(t, [&](int64_t) {
+        return V{static_cast<double>(ws()), 0};
+      })) << "the communicator is unusable after a local error";
     }
     DistTest::TearDown();
   }
@@ -160,7 +161,9 @@ TEST_F(LocalErrorTest, BroadcastRootOutOfRange) {
   Tensor t = Tensor::zeros({3}, DType::Float32);
   for (int root : {ws(), -1, ws() + 5}) {
     const std::string msg = expect_throws<ArgumentError>([&] { dist::broadcast(t, root, comm()); });
-    EXPECT_TRUE(mentions(msg, {"broadcast", "root|src", std::to_string(root), "[0, " + std::to_string(ws()) + ")|" + std::to_string(ws())})) << "root " << root;
+    EXPECT_TRUE(mentions(msg, {"broadcast", "root|src", std::to_string(root),
+                               "[0, " + std::to_string(ws()) + ")|" + std::to_string(ws())}))
+        << "root " << root;
   }
 }
 
@@ -216,8 +219,7 @@ TEST_F(LocalErrorTest, AllToAllSingleSplitListLength) {
   const std::vector<int64_t> good(static_cast<size_t>(ws()), 2);
   std::vector<int64_t> longer = good;
   longer.push_back(0);
-  std::string msg =
-      expect_throws<ArgumentError>([&] { dist::all_to_all_single(output, input, good, longer, comm()); });
+  std::string msg = expect_throws<ArgumentError>([&] { dist::all_to_all_single(output, input, good, longer, comm()); });
   EXPECT_TRUE(mentions(msg, {"all_to_all_single", "input_split_sizes"}));
   msg = expect_throws<ArgumentError>([&] { dist::all_to_all_single(output, input, longer, good, comm()); });
   EXPECT_TRUE(mentions(msg, {"all_to_all_single", "output_split_sizes"}));
@@ -231,9 +233,11 @@ TEST_F(LocalErrorTest, AllToAllSingleSplitSumsNotDim0) {
   std::vector<int64_t> bad = good;
   bad.back() += 1;  // sums to rows + 1
   std::string msg = expect_throws<ArgumentError>([&] { dist::all_to_all_single(output, input, good, bad, comm()); });
-  EXPECT_TRUE(mentions(msg, {"all_to_all_single", "input_split_sizes", std::to_string(rows + 1), std::to_string(rows)}));
+  EXPECT_TRUE(
+      mentions(msg, {"all_to_all_single", "input_split_sizes", std::to_string(rows + 1), std::to_string(rows)}));
   msg = expect_throws<ArgumentError>([&] { dist::all_to_all_single(output, input, bad, good, comm()); });
-  EXPECT_TRUE(mentions(msg, {"all_to_all_single", "output_split_sizes", std::to_string(rows + 1), std::to_string(rows)}));
+  EXPECT_TRUE(
+      mentions(msg, {"all_to_all_single", "output_split_sizes", std::to_string(rows + 1), std::to_string(rows)}));
 }
 
 TEST_F(LocalErrorTest, AllToAllSingleNegativeSplit) {
@@ -320,8 +324,9 @@ TEST_F(LocalErrorTest, OutputWithInternalOverlap) {
   EXPECT_TRUE(mentions(msg, {"broadcast", "overlap"}));
   Tensor input = Tensor::zeros({3, 4}, DType::Int32);
   Tensor big_row = Tensor::zeros({1, 4}, DType::Int32);
-  msg = expect_throws<ArgumentError>(
-      [&] { dist::all_gather_into_tensor(big_row.expand({ws() * 3, 4}), input, comm()); });
+  msg = expect_throws<ArgumentError>([&] {
+    dist::all_gather_into_tensor(big_row.expand({ws() * 3, 4}), input, comm());
+  });
   EXPECT_TRUE(mentions(msg, {"all_gather_into_tensor", "output", "overlap"}));
   // reading from an expanded input is fine
   Tensor out = Tensor::zeros({ws() * 3, 4}, DType::Int32);
@@ -345,8 +350,7 @@ TEST_F(LocalErrorTest, NullCommunicator) {
 TEST_F(LocalErrorTest, TimeoutMustBePositive) {
   Communicator c = comm().split(0, rank());
   for (double bad : {0.0, -1.0}) {
-    const std::string msg =
-        expect_throws<ArgumentError>([&] { c.set_timeout(std::chrono::duration<double>(bad)); });
+    const std::string msg = expect_throws<ArgumentError>([&] { c.set_timeout(std::chrono::duration<double>(bad)); });
     EXPECT_TRUE(mentions(msg, {"timeout"}));
   }
   EXPECT_DOUBLE_EQ(c.timeout().count(), comm().timeout().count()) << "a rejected timeout was applied";
@@ -369,8 +373,9 @@ class MismatchTest : public DistTest {
   void expect_usable(const Communicator& c) {
     Tensor t = make({2}, DType::Int32, [&](int64_t i) { return V{static_cast<double>(i + 1), 0}; });
     dist::all_reduce(t, ReduceOp::Sum, c);
-    EXPECT_TRUE(holds(t, [&](int64_t i) { return V{static_cast<double>((i + 1) * ws()), 0}; }))
-        << "the communicator is unusable after a mismatch";
+    EXPECT_TRUE(holds(t, [&](int64_t i) {
+      return V{static_cast<double>((i + 1) * ws()), 0};
+    })) << "the communicator is unusable after a mismatch";
   }
 
   // f must raise on this rank, not time out, within a few seconds; the
@@ -484,7 +489,8 @@ TEST_F(MismatchTest, ReduceScatterTensorDTypesDisagree) {
   const DType mine = rank() == 1 ? DType::Int32 : DType::Float32;
   Tensor input = Tensor::zeros({ws() * 3}, mine);
   Tensor output = Tensor::zeros({3}, mine);
-  const std::string msg = expect_throws<MismatchError>([&] { dist::reduce_scatter_tensor(output, input, ReduceOp::Sum, c); });
+  const std::string msg =
+      expect_throws<MismatchError>([&] { dist::reduce_scatter_tensor(output, input, ReduceOp::Sum, c); });
   EXPECT_TRUE(mentions(msg, {"reduce_scatter_tensor", "int32", "float32"}));
   EXPECT_TRUE(names_rank(msg, 1));
   expect_usable(c);
@@ -585,7 +591,8 @@ TEST_F(MismatchTest, LocalSplitFailureOnOneRankRaisesOnPeers) {
   Tensor output = Tensor::zeros({ws()}, DType::Int32);
   const std::vector<int64_t> recv(static_cast<size_t>(ws()), 1);
   if (rank() == 0) {
-    const std::string msg = expect_throws<ArgumentError>([&] { dist::all_to_all_single(output, input, recv, splits, c); });
+    const std::string msg =
+        expect_throws<ArgumentError>([&] { dist::all_to_all_single(output, input, recv, splits, c); });
     EXPECT_TRUE(mentions(msg, {"all_to_all_single", "input_split_sizes"}));
   } else {
     const std::string msg = expect_peer_error([&] { dist::all_to_all_single(output, input, recv, splits, c); });

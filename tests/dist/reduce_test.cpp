@@ -168,8 +168,9 @@ class UnsupportedReduceTest : public ReduceTest {
   void TearDown() override {
     Tensor ok = make({}, DType::Int32, [&](int64_t) { return V{1, 0}; });
     dist::all_reduce(ok, ReduceOp::Sum, comm());
-    EXPECT_TRUE(holds(ok, [&](int64_t) { return V{static_cast<double>(ws()), 0}; }))
-        << "the communicator is unusable after a rejected call";
+    EXPECT_TRUE(holds(ok, [&](int64_t) {
+      return V{static_cast<double>(ws()), 0};
+    })) << "the communicator is unusable after a rejected call";
     ReduceTest::TearDown();
   }
   ::testing::AssertionResult names_all(const std::string& msg, const char* collective) const {
@@ -272,13 +273,11 @@ INSTANTIATE_TEST_SUITE_P(Others, LargeReduceTest,
                          ::testing::Combine(::testing::Values(DType::Float64, DType::Float16, DType::BFloat16,
                                                               DType::Int64, DType::UInt8, DType::Complex128,
                                                               DType::Bool),
-                                            ::testing::Values(ReduceOp::Sum),
-                                            ::testing::Values(int64_t{1000003})),
+                                            ::testing::Values(ReduceOp::Sum), ::testing::Values(int64_t{1000003})),
                          large_name);
 INSTANTIATE_TEST_SUITE_P(Prod, LargeReduceTest,
                          ::testing::Combine(::testing::Values(DType::Int32, DType::Complex64),
-                                            ::testing::Values(ReduceOp::Prod),
-                                            ::testing::Values(int64_t{786433})),
+                                            ::testing::Values(ReduceOp::Prod), ::testing::Values(int64_t{786433})),
                          large_name);
 
 class AllReduceMiscTest : public DistTest {};
@@ -290,7 +289,8 @@ TEST_F(AllReduceMiscTest, OneToFortyElements) {
   for (int64_t n = 1; n <= 40; ++n) {
     Tensor t = make({n}, DType::Int64, [&](int64_t i) { return reduce_input(ReduceOp::Sum, DType::Int64, r, i); });
     dist::all_reduce(t, ReduceOp::Sum, world());
-    ASSERT_TRUE(holds(t, [&](int64_t i) { return reduce_expected(ReduceOp::Sum, DType::Int64, iota_ranks(n_ranks), i); }))
+    ASSERT_TRUE(
+        holds(t, [&](int64_t i) { return reduce_expected(ReduceOp::Sum, DType::Int64, iota_ranks(n_ranks), i); }))
         << n << " elements";
   }
 }
