@@ -509,6 +509,21 @@ void checked_call(Env& env, Check& c, const std::function<void()>& fn) {
   env.comm.set_checks(was);
 }
 
+// The result check of a case writing into `out`: scatterx's call, then the
+// native one, each from `prepare()` (NaN-poisoning or restoring the buffer),
+// compared (bit for bit when `exact`).
+std::function<void(Check&)> compare_runs(Env* e, const Case& c, sx::Tensor* out, sx::Tensor* ref, bool exact,
+                                         std::function<void()> prepare) {
+  return [e, out, ref, exact, prepare, sxf = c.sx, mpif = c.mpi](Check& ck) {
+    prepare();
+    checked_call(*e, ck, sxf);
+    std::memcpy(ref->data(), out->data(), nbytes(*out));
+    prepare();
+    mpif();
+    if (!ck.error) compare(*ref, *out, exact, ck);
+  };
+}
+
 Case make_reduce_scatter(Env& env, int64_t size) {
   struct B {
     sx::Tensor in, out, ref;
@@ -532,14 +547,7 @@ Case make_reduce_scatter(Env& env, int64_t size) {
   c.mpi = [p, e, cnt] {
     MPI_Reduce_scatter_block(p->in.data(), p->out.data(), cnt, e->types.type, e->types.sum, e->native);
   };
-  c.verify = [p, e, sxf = c.sx, mpif = c.mpi](Check& ck) {
-    poison(p->out);
-    checked_call(*e, ck, sxf);
-    std::memcpy(p->ref.data(), p->out.data(), nbytes(p->out));
-    poison(p->out);
-    mpif();
-    if (!ck.error) compare(p->ref, p->out, false, ck);
-  };
+  c.verify = compare_runs(e, c, &p->out, &p->ref, false, [p] { poison(p->out); });
   c.keep = b;
   return c;
 }
@@ -566,14 +574,7 @@ Case make_all_gather(Env& env, int64_t size) {
   c.mpi = [p, e, cnt] {
     MPI_Allgather(p->in.data(), cnt, e->types.type, p->out.data(), cnt, e->types.type, e->native);
   };
-  c.verify = [p, e, sxf = c.sx, mpif = c.mpi](Check& ck) {
-    poison(p->out);
-    checked_call(*e, ck, sxf);
-    std::memcpy(p->ref.data(), p->out.data(), nbytes(p->out));
-    poison(p->out);
-    mpif();
-    if (!ck.error) compare(p->ref, p->out, true, ck);
-  };
+  c.verify = compare_runs(e, c, &p->out, &p->ref, true, [p] { poison(p->out); });
   c.keep = b;
   return c;
 }
@@ -600,14 +601,7 @@ Case make_all_reduce(Env& env, int64_t size) {
   c.sx = [p, e] { sxd::all_reduce(p->buf, sxd::ReduceOp::Sum, e->comm); };
   c.mpi = [p, e, cnt] { MPI_Allreduce(MPI_IN_PLACE, p->buf.data(), cnt, e->types.type, e->types.sum, e->native); };
   c.reset = [p] { std::memcpy(p->buf.data(), p->pristine.data(), nbytes(p->buf)); };
-  c.verify = [p, e, sxf = c.sx, mpif = c.mpi, reset = c.reset](Check& ck) {
-    reset();
-    checked_call(*e, ck, sxf);
-    std::memcpy(p->ref.data(), p->buf.data(), nbytes(p->buf));
-    reset();
-    mpif();
-    if (!ck.error) compare(p->ref, p->buf, false, ck);
-  };
+  c.verify = compare_runs(e, c, &p->buf, &p->ref, false, c.reset);
   c.keep = b;
   return c;
 }
@@ -698,14 +692,7 @@ Case make_all_to_all(Env& env, int64_t size, bool v) {
     };
   } else {
     c.sx = [p, e] { sxd::all_to_all_single(p->out, p->in, p->s.recv_rows, p->s.send_rows, e->comm); };
-    c.verify = [p, e, sxf = c.sx, mpif = c.mpi](Check& ck) {
-      poison(p->out);
-      checked_call(*e, ck, sxf);
-      std::memcpy(p->ref.data(), p->out.data(), nbytes(p->out));
-      poison(p->out);
-      mpif();
-      if (!ck.error) compare(p->ref, p->out, true, ck);
-    };
+    c.verify = compare_runs(e, c, &p->out, &p->ref, true, [p] { poison(p->out); });
   }
   c.keep = b;
   return c;

@@ -515,6 +515,15 @@ def _splits(sizes: Any, op: str, name: str) -> List[int]:
 # ---- collectives ----------------------------------------------------------------------------------------
 
 
+
+def _run(fn: str, args: tuple, keep: Sequence[Array], async_op: bool) -> Optional[Work]:
+    """Calls the extension's collective ``fn``: at once, or as ``fn_async`` whose
+    Work holds ``keep`` (the caller's arrays) alive until it completes."""
+    if async_op:
+        return Work(getattr(_dist, fn + "_async")(*args), keep)
+    getattr(_dist, fn)(*args)
+    return None
+
 def barrier(group: GroupLike = None, async_op: bool = False, device_ids: Any = None) -> Optional[Work]:
     """Returns once every rank of ``group`` has entered it."""
     del device_ids
@@ -523,10 +532,7 @@ def barrier(group: GroupLike = None, async_op: bool = False, device_ids: Any = N
         return None
     comm = pg._live_comm()
     token = np.zeros(1, np.int64)
-    if async_op:
-        return Work(_dist.all_reduce_async(token, _dist.ReduceOp.Sum, comm))
-    _dist.all_reduce(token, _dist.ReduceOp.Sum, comm)
-    return None
+    return _run("all_reduce", (token, _dist.ReduceOp.Sum, comm), (), async_op)
 
 
 def all_reduce(tensor: Array, op: Any = ReduceOp.SUM, group: GroupLike = None,
@@ -539,10 +545,7 @@ def all_reduce(tensor: Array, op: Any = ReduceOp.SUM, group: GroupLike = None,
     comm = pg._live_comm()
     t = _writable(tensor, name, "tensor")
     rop = _reduce_op(op, name)
-    if async_op:
-        return Work(_dist.all_reduce_async(t, rop, comm), [tensor])
-    _dist.all_reduce(t, rop, comm)
-    return None
+    return _run("all_reduce", (t, rop, comm), [tensor], async_op)
 
 
 def broadcast(tensor: Array, src: Optional[int] = None, group: GroupLike = None, async_op: bool = False,
@@ -563,10 +566,7 @@ def broadcast(tensor: Array, src: Optional[int] = None, group: GroupLike = None,
     else:
         root = int(group_src)
     t = _writable(tensor, name, "tensor")
-    if async_op:
-        return Work(_dist.broadcast_async(t, root, comm), [tensor])
-    _dist.broadcast(t, root, comm)
-    return None
+    return _run("broadcast", (t, root, comm), [tensor], async_op)
 
 
 def all_gather(tensor_list: List[Array], tensor: Array, group: GroupLike = None,
@@ -579,10 +579,7 @@ def all_gather(tensor_list: List[Array], tensor: Array, group: GroupLike = None,
     comm = pg._live_comm()
     outs = _list(tensor_list, name, "tensor_list", True)
     t = _raw(tensor, name, "tensor")
-    if async_op:
-        return Work(_dist.all_gather_async(outs, t, comm), tensor_list)
-    _dist.all_gather(outs, t, comm)
-    return None
+    return _run("all_gather", (outs, t, comm), tensor_list, async_op)
 
 
 def all_gather_into_tensor(output_tensor: Array, input_tensor: Array, group: GroupLike = None,
@@ -596,10 +593,7 @@ def all_gather_into_tensor(output_tensor: Array, input_tensor: Array, group: Gro
     comm = pg._live_comm()
     out = _writable(output_tensor, name, "output_tensor")
     inp = _raw(input_tensor, name, "input_tensor")
-    if async_op:
-        return Work(_dist.all_gather_into_tensor_async(out, inp, comm), [output_tensor])
-    _dist.all_gather_into_tensor(out, inp, comm)
-    return None
+    return _run("all_gather_into_tensor", (out, inp, comm), [output_tensor], async_op)
 
 
 def reduce_scatter(output: Array, input_list: List[Array], op: Any = ReduceOp.SUM, group: GroupLike = None,
@@ -613,10 +607,7 @@ def reduce_scatter(output: Array, input_list: List[Array], op: Any = ReduceOp.SU
     out = _writable(output, name, "output")
     ins = _list(input_list, name, "input_list", False)
     rop = _reduce_op(op, name)
-    if async_op:
-        return Work(_dist.reduce_scatter_async(out, ins, rop, comm), [output])
-    _dist.reduce_scatter(out, ins, rop, comm)
-    return None
+    return _run("reduce_scatter", (out, ins, rop, comm), [output], async_op)
 
 
 def reduce_scatter_tensor(output: Array, input: Array, op: Any = ReduceOp.SUM, group: GroupLike = None,
@@ -630,10 +621,7 @@ def reduce_scatter_tensor(output: Array, input: Array, op: Any = ReduceOp.SUM, g
     out = _writable(output, name, "output")
     inp = _raw(input, name, "input")
     rop = _reduce_op(op, name)
-    if async_op:
-        return Work(_dist.reduce_scatter_tensor_async(out, inp, rop, comm), [output])
-    _dist.reduce_scatter_tensor(out, inp, rop, comm)
-    return None
+    return _run("reduce_scatter_tensor", (out, inp, rop, comm), [output], async_op)
 
 
 def all_to_all(output_tensor_list: List[Array], input_tensor_list: List[Array], group: GroupLike = None,
@@ -646,10 +634,7 @@ def all_to_all(output_tensor_list: List[Array], input_tensor_list: List[Array], 
     comm = pg._live_comm()
     outs = _list(output_tensor_list, name, "output_tensor_list", True)
     ins = _list(input_tensor_list, name, "input_tensor_list", False)
-    if async_op:
-        return Work(_dist.all_to_all_async(outs, ins, comm), output_tensor_list)
-    _dist.all_to_all(outs, ins, comm)
-    return None
+    return _run("all_to_all", (outs, ins, comm), output_tensor_list, async_op)
 
 
 def all_to_all_single(output: Array, input: Array, output_split_sizes: Optional[List[int]] = None,
@@ -667,10 +652,7 @@ def all_to_all_single(output: Array, input: Array, output_split_sizes: Optional[
     inp = _raw(input, name, "input")
     osplits = _splits(output_split_sizes, name, "output_split_sizes")
     isplits = _splits(input_split_sizes, name, "input_split_sizes")
-    if async_op:
-        return Work(_dist.all_to_all_single_async(out, inp, osplits, isplits, comm), [output])
-    _dist.all_to_all_single(out, inp, osplits, isplits, comm)
-    return None
+    return _run("all_to_all_single", (out, inp, osplits, isplits, comm), [output], async_op)
 
 
 def all_to_all_v(input: Array, send_splits: Sequence[int], group: GroupLike = None) -> Tuple[Array, List[int]]:
