@@ -25,6 +25,10 @@ cmake --install "$SCATTERX_ROOT/build/release" --prefix "$prefix/install" >/dev/
 cmake -S "$SCATTERX_ROOT/examples/consumer" -B "$prefix/consumer" -DCMAKE_PREFIX_PATH="$prefix/install" >/dev/null
 cmake --build "$prefix/consumer" -j "$SCATTERX_JOBS" >/dev/null
 "$prefix/consumer/consumer"
+if [ -x "$prefix/consumer/consumer_dist" ]; then
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    timeout 120 mpirun --allow-run-as-root --oversubscribe -n 2 "$prefix/consumer/consumer_dist"
+fi
 
 scatterx_python_env "$([ "${SCATTERX_TORCH:-1}" = 0 ] || echo torch)"
 echo "== pytest"
