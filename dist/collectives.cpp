@@ -8,7 +8,13 @@
 //      (dtype, shape, split sizes, whether its local checks failed) so that
 //      every rank detects the same disagreement and raises the same error;
 //   3. moves the data with non-blocking calls polled against the deadline.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -178,10 +184,14 @@ struct Meta {
 };
 
 constexpr int64_t kMetaHeader = 4 + kMaxDims;
-// Data messages use tags below 30000 (State::next_tag).
-constexpr int kMetaTag = 30001;
-// all_reduce's all-gather phase: data tag + this, above every other tag.
-constexpr int kAllGatherTagOffset = 30002;
+// Tag layout, all below 32767 (the least MPI_TAG_UB the standard allows):
+// data messages [0, kTagCycle) (State::next_tag); the metadata exchange;
+// all_reduce's all-gather phase and the shared-memory path's "slot free"
+// notes, each offset from the collective's data tag.
+constexpr int kMetaTag = kTagCycle;
+constexpr int kAllGatherTagOffset = kTagCycle + 1;
+constexpr int kShmFreeTagOffset = 2 * kTagCycle + 1;
+static_assert(kShmFreeTagOffset + kTagCycle <= 32767, "tags must stay below the least MPI_TAG_UB");
 
 std::vector<Meta> exchange_meta(Communicator::State& s, Waiter& w, const Meta& mine, const char* op) {
   const int64_t n_values = static_cast<int64_t>(mine.values.size());
@@ -464,6 +474,200 @@ int mod(int a, int m) { return ((a % m) + m) % m; }
 // (s contributions), folds in this rank's own values and passes it right;
 // the last step folds block `rank` into out. Chunks are folded as they
 // arrive, while the later ones are still on the wire.
+// ---- one host: reduce-scatter through shared memory ----------------------------------
+
+// Staging slots per (sender, receiver) pair, and the largest world size the
+// shared-memory path serves (the segment holds ws * kShmSlots slots per rank).
+constexpr int kShmSlots = 4;
+constexpr int kShmMaxRanks = 8;
+// Below this block size the point-to-point ring is as fast.
+constexpr int64_t kShmMinBlockBytes = int64_t{64} << 10;
+
+bool shm_wanted() {
+  const char* env = std::getenv("SCATTERX_DIST_SHM");
+  return env == nullptr || std::strcmp(env, "0") != 0;
+}
+
+// Maps the staging segment on first use: collective over the communicator,
+// and only called from a collective every rank is in (after a point-to-point
+// handshake, so that a missing rank times out instead of hanging in the
+// blocking calls below). Every rank ends with the same verdict.
+//
+// A POSIX shared-memory segment rather than an MPI window: freeing a window
+// is collective (Open MPI's holds a barrier), and communicators die at
+// different times on different ranks, so windows left to MPI_Finalize get
+// freed in different orders and deadlock. A segment is unlinked as soon as
+// every rank has mapped it and each rank unmaps its view alone.
+bool shm_ready(Communicator::State& s, Waiter& w, const char* op) {
+  if (s.shm_state != 0) return s.shm_state > 0;
+  {
+    std::vector<MPI_Request> reqs;
+    std::vector<char> sink(static_cast<size_t>(s.size));
+    for (int p = 0; p < s.size; ++p) {
+      if (p == s.rank) continue;
+      post_recv(&sink[static_cast<size_t>(p)], 0, p, kMetaTag, s.comm, reqs, op);
+      post_send(&sink[static_cast<size_t>(s.rank)], 0, p, kMetaTag, s.comm, reqs, op);
+    }
+    w.wait_all(static_cast<int>(reqs.size()), reqs.data(), "every rank (shared-memory setup)");
+  }
+  auto agree = [&](int mine) {
+    int all = 0;
+    check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, s.comm), op, "MPI_Allreduce");
+    return all != 0;
+  };
+  int ok = shm_wanted() && s.size > 1 && s.size <= kShmMaxRanks ? 1 : 0;
+  MPI_Comm node = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(s.comm, MPI_COMM_TYPE_SHARED, s.rank, MPI_INFO_NULL, &node) != MPI_SUCCESS) ok = 0;
+  int node_size = 0;
+  if (node != MPI_COMM_NULL) {
+    MPI_Comm_size(node, &node_size);
+    MPI_Comm_free(&node);
+  }
+  if (node_size != s.size) ok = 0;
+  if (!agree(ok)) {
+    s.shm_state = -1;
+    return false;
+  }
+  s.slot_bytes = std::max<int64_t>(64, (chunk_bytes() + 63) / 64 * 64);
+  const int64_t segment = static_cast<int64_t>(s.size) * kShmSlots * s.slot_bytes;
+  s.shm_bytes = static_cast<size_t>(segment * s.size);
+
+  // Rank 0 creates the segment and sends its name along.
+  char name[64] = {};
+  int created = 0;
+  if (s.rank == 0) {
+    static std::atomic<unsigned> serial{0};
+    std::snprintf(name, sizeof name, "/scatterx-%ld-%u", static_cast<long>(getpid()), serial++);
+    const int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd >= 0) {
+      // posix_fallocate rather than ftruncate: a full /dev/shm must show
+      // here, not as a SIGBUS when a page is first touched.
+      created = posix_fallocate(fd, 0, static_cast<off_t>(s.shm_bytes)) == 0 ? 1 : 0;
+      close(fd);
+      if (!created) shm_unlink(name);
+    }
+  }
+  check_mpi(MPI_Bcast(&created, 1, MPI_INT, 0, s.comm), op, "MPI_Bcast");
+  if (!created) {
+    s.shm_state = -1;
+    return false;
+  }
+  check_mpi(MPI_Bcast(name, sizeof name, MPI_CHAR, 0, s.comm), op, "MPI_Bcast");
+  ok = 0;
+  const int fd = shm_open(name, O_RDWR, 0600);
+  if (fd >= 0) {
+    void* base = mmap(nullptr, s.shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (base != MAP_FAILED) {
+      s.shm_base = static_cast<char*>(base);
+      ok = 1;
+    }
+  }
+  const bool all_mapped = agree(ok);
+  if (s.rank == 0) shm_unlink(name);  // every rank holds its mapping (or gave up)
+  if (!all_mapped) {
+    s.unmap_shm();
+    s.shm_state = -1;
+    return false;
+  }
+  s.staging.resize(static_cast<size_t>(s.size));
+  for (int q = 0; q < s.size; ++q) s.staging[static_cast<size_t>(q)] = s.shm_base + segment * q;
+  s.shm_state = 1;
+  return true;
+}
+
+// Direct reduce-scatter on one host. Rank q copies chunk c of its block p
+// into its staging slot (p, c % kShmSlots) and tells p; p folds every rank's
+// chunk c of block p (its own from src, the others straight out of their
+// slots, in rank order) into out and tells each sender the slot is free.
+// One copy of the outgoing data instead of MPI's copy on each receive.
+void shm_reduce_scatter(Communicator::State& s, Waiter& w, int tag, const char* src, char* out, const Blocks& blocks,
+                        DType dtype, ReduceOp reduce_op, const char* op, int64_t chunk,
+                        const std::function<void(int64_t, int64_t)>& on_done) {
+  const int ws = s.size;
+  const int r = s.rank;
+  const int64_t es = element_size(dtype);
+  const Reduce reduce = local_reduce(reduce_op);
+  const int64_t mean_count = reduce_op == ReduceOp::Avg ? ws : 0;
+  const int free_tag = tag + kShmFreeTagOffset;
+  auto n_chunks = [&](int b) {
+    const int64_t len = blocks.length[static_cast<size_t>(b)];
+    return len == 0 ? int64_t{1} : (len + chunk - 1) / chunk;
+  };
+  auto slot = [&](int sender, int receiver, int64_t c) {
+    return s.staging[static_cast<size_t>(sender)] +
+           (static_cast<int64_t>(receiver) * kShmSlots + c % kShmSlots) * s.slot_bytes;
+  };
+  int64_t rounds = 0;
+  for (int b = 0; b < ws; ++b) rounds = std::max(rounds, n_chunks(b));
+  std::vector<MPI_Request> signals;  // "ready" and "free" notes in flight
+  char note = 0;
+  for (int64_t c = 0; c < rounds; ++c) {
+    // Produce: chunk c of every peer's block, once that slot was freed.
+    for (int i = 1; i < ws; ++i) {
+      const int p = mod(r + i, ws);
+      if (c >= n_chunks(p)) continue;
+      if (c >= kShmSlots) {
+        MPI_Request req;
+        check_mpi(MPI_Irecv(&note, 0, MPI_BYTE, p, free_tag, s.comm, &req), op, "MPI_Irecv");
+        w.wait(req, rank_name(p));
+      }
+      const int64_t begin = c * chunk;
+      const int64_t len = std::min(chunk, blocks.length[static_cast<size_t>(p)] - begin);
+      if (len > 0)
+        std::memcpy(slot(r, p, c), src + (blocks.offset[static_cast<size_t>(p)] + begin) * es,
+                    static_cast<size_t>(len * es));
+      std::atomic_thread_fence(std::memory_order_release);
+      post_send(&note, 0, p, tag, s.comm, signals, op);
+    }
+    // Consume: chunk c of this rank's block from everyone.
+    if (c < n_chunks(r)) {
+      const int64_t begin = c * chunk;
+      const int64_t len = std::min(chunk, blocks.length[static_cast<size_t>(r)] - begin);
+      const char* own = src + (blocks.offset[static_cast<size_t>(r)] + begin) * es;
+      char* dst = out + begin * es;
+      for (int q = 0; q < ws; ++q) {
+        if (q != r) {
+          MPI_Request req;
+          check_mpi(MPI_Irecv(&note, 0, MPI_BYTE, q, tag, s.comm, &req), op, "MPI_Irecv");
+          w.wait(req, rank_name(q));
+          std::atomic_thread_fence(std::memory_order_acquire);
+        }
+      }
+      // Own values first (out may be own's memory, as in all_reduce), then
+      // the other ranks' in rank order.
+      bool first = true;
+      for (int q = 0; q < ws; ++q) {
+        if (q == r) continue;
+        const bool last = q == ws - 1 || (q == ws - 2 && r == ws - 1);
+        detail::combine_cpu(dst, first ? own : dst, slot(q, r, c), len, dtype, reduce, last ? mean_count : 0, op);
+        first = false;
+      }
+      for (int q = 0; q < ws; ++q) {
+        if (q != r) post_send(&note, 0, q, free_tag, s.comm, signals, op);
+      }
+      if (on_done) on_done(begin, len);
+    }
+    // Completed notes need no further attention; keep the list short.
+    if (signals.size() > 64) {
+      w.wait_all(static_cast<int>(signals.size()), signals.data(), "the other ranks");
+      signals.clear();
+    }
+  }
+  // The last kShmSlots "free" notes of each peer are still to be received,
+  // so that the next collective starts with every slot free.
+  for (int i = 1; i < ws; ++i) {
+    const int p = mod(r + i, ws);
+    const int64_t owed = std::min<int64_t>(n_chunks(p), kShmSlots);
+    for (int64_t k = 0; k < owed; ++k) {
+      MPI_Request req;
+      check_mpi(MPI_Irecv(&note, 0, MPI_BYTE, p, free_tag, s.comm, &req), op, "MPI_Irecv");
+      w.wait(req, rank_name(p));
+    }
+  }
+  w.wait_all(static_cast<int>(signals.size()), signals.data(), "the other ranks");
+}
+
 // `on_done(begin, len)`, when given, is called for each finished chunk of
 // out (element offsets), in order, as soon as it is final.
 using ChunkDone = std::function<void(int64_t begin, int64_t len)>;
@@ -486,6 +690,12 @@ void ring_reduce_scatter(Communicator::State& s, Waiter& w, int tag, const char*
   const int left = mod(r - 1, ws);
   // One request per chunk: chunks stay below MPI's int count.
   const int64_t chunk = std::max<int64_t>(1, std::min(chunk_bytes(), kMaxMessageBytes) / es);
+  // Every rank takes the same branch: the block sizes agree (the arguments
+  // do) and shm_ready's verdict is collective.
+  if (blocks.length[0] * es >= kShmMinBlockBytes && shm_ready(s, w, op)) {
+    shm_reduce_scatter(s, w, tag, src, out, blocks, dtype, reduce_op, op, chunk, on_done);
+    return;
+  }
   auto block_at = [&](int step) { return mod(r - step - 1, ws); };
 
   struct Piece {

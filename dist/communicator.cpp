@@ -1,3 +1,5 @@
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -105,8 +107,15 @@ Communicator::State::State(MPI_Comm owned, bool threaded_mpi) : comm(owned), thr
   checks = default_checks();
 }
 
+void Communicator::State::unmap_shm() {
+  if (shm_base != nullptr) munmap(shm_base, shm_bytes);
+  shm_base = nullptr;
+  staging.clear();
+}
+
 Communicator::State::~State() {
   stop_worker();
+  unmap_shm();
   if (comm != MPI_COMM_NULL && !mpi_finalized() && !broken) MPI_Comm_free(&comm);
 }
 

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "dist/dist.h"
 
@@ -26,6 +27,10 @@ struct Work::State {
 
   void finish(std::exception_ptr e);
 };
+
+// Collectives take data tags from a cycle of this many (see the tag layout
+// in collectives.cpp); consecutive collectives never share a tag.
+constexpr int kTagCycle = 8000;
 
 struct Communicator::State {
   MPI_Comm comm = MPI_COMM_NULL;
@@ -52,6 +57,17 @@ struct Communicator::State {
   std::thread worker;
   bool threaded = true;  // MPI_THREAD_MULTIPLE: async forms use the thread
 
+  // All ranks on one host: reduce-scatters fold their peers' chunks straight
+  // out of a shared staging segment instead of receiving copies (see
+  // shm_reduce_scatter in collectives.cpp). Mapped on first use; each rank
+  // unmaps its view alone, in the destructor.
+  int shm_state = 0;  // 0 not tried, 1 usable, -1 not usable
+  char* shm_base = nullptr;
+  size_t shm_bytes = 0;
+  std::vector<char*> staging;  // by rank: that rank's staging area in the segment
+  int64_t slot_bytes = 0;
+  void unmap_shm();
+
   State(MPI_Comm owned, bool threaded_mpi);
   ~State();
   void stop_worker();
@@ -61,7 +77,7 @@ struct Communicator::State {
   // after the queued ones. Async: queued; the returned Work completes with it.
   Work submit(std::function<void()> task, bool async);
 
-  int next_tag() { return static_cast<int>(sequence++ % 30000u); }
+  int next_tag() { return static_cast<int>(sequence++ % static_cast<unsigned>(kTagCycle)); }
   void check_usable(const char* op) const;
   [[noreturn]] void fail_timeout(const char* op, const std::string& waiting_for);
 };

@@ -56,6 +56,11 @@ Work Communicator::State::submit(std::function<void()> task, bool async) {
   return Work(work);
 }
 
+namespace {
+// Set by stop_worker when the worker thread itself destroys its State.
+thread_local bool worker_state_destroyed = false;
+}  // namespace
+
 void Communicator::State::worker_loop() {
   std::unique_lock<std::mutex> lock(mutex);
   for (;;) {
@@ -67,6 +72,11 @@ void Communicator::State::worker_loop() {
     busy = true;
     lock.unlock();
     task();
+    // The task may hold the last reference to this State (the caller let go
+    // of the communicator and of the Work): dropping it then runs ~State on
+    // this thread, unlocked, and nothing of *this may be touched after.
+    task = nullptr;
+    if (worker_state_destroyed) return;
     lock.lock();
     busy = false;
     cv.notify_all();
@@ -79,7 +89,13 @@ void Communicator::State::stop_worker() {
     stopping = true;
   }
   cv.notify_all();
-  if (worker.joinable()) worker.join();
+  if (!worker.joinable()) return;
+  if (worker.get_id() == std::this_thread::get_id()) {
+    worker.detach();  // see worker_loop: the thread ends as soon as this returns
+    worker_state_destroyed = true;
+  } else {
+    worker.join();
+  }
 }
 
 }  // namespace scatterx::dist

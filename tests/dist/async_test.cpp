@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -157,6 +158,29 @@ TEST_F(AsyncTest, TwoCommunicatorsConcurrently) {
   }
   EXPECT_TRUE(holds(x, [&](int64_t i) { return reduce_expected(ReduceOp::Sum, DType::Float32, iota_ranks(ws()), i); }));
   EXPECT_TRUE(holds(y, [&](int64_t i) { return reduce_expected(ReduceOp::Max, DType::Int32, iota_ranks(ws()), i); }));
+}
+
+int64_t thread_count() {
+  const auto tasks = std::filesystem::directory_iterator("/proc/self/task");
+  return std::distance(std::filesystem::begin(tasks), std::filesystem::end(tasks));
+}
+
+// The progress thread may still hold the finished task (and with it the
+// communicator's last reference) when the caller drops its handles right
+// after wait(): the communicator must still be torn down, its thread ended.
+TEST_F(AsyncTest, DroppedRightAfterWaitReleasesItsThread) {
+  const int64_t before = thread_count();
+  for (int k = 0; k < 20; ++k) {
+    Communicator sub = comm().split(0, rank());
+    Tensor t =
+        make({4096}, DType::Float32, [&](int64_t i) { return reduce_input(ReduceOp::Sum, DType::Float32, rank(), i); });
+    dist::all_reduce_async(t, ReduceOp::Sum, sub).wait();
+    EXPECT_TRUE(
+        holds(t, [&](int64_t i) { return reduce_expected(ReduceOp::Sum, DType::Float32, iota_ranks(ws()), i); }));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (thread_count() > before && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  EXPECT_LE(thread_count(), before) << "progress threads of dropped communicators are still alive";
 }
 
 // An async call with a local error (complex max): the error surfaces from
