@@ -2,6 +2,7 @@
 // PyTorch's semantics. Include this one header for the whole local API.
 #pragma once
 
+#include "ops/cuda.h"
 #include "ops/dtype.h"
 #include "ops/error.h"
 #include "ops/gather/gather.h"

@@ -1,6 +1,7 @@
 // copy_: strided element-wise copy on the CPU.
 #include <cstring>
 
+#include "ops/cuda/backend.h"
 #include "ops/detail/bytes.h"
 #include "ops/detail/checks.h"
 #include "ops/detail/parallel.h"
@@ -61,6 +62,10 @@ TensorView copy_(const TensorView& dst, const TensorView& src) {
   detail::check_no_internal_overlap(op, "dst", dst);
   detail::check_no_overlap(op, "dst", dst, "src", src);
   if (dst.numel() == 0) return dst;
+  if (dst.device().is_cuda()) {
+    detail::cuda::copy(dst, src, op);
+    return dst;
+  }
   detail::dispatch_element_size(dst.element_size(), op,
                                 [&](auto element) { copy_kernel<decltype(element)>(dst, src); });
   return dst;

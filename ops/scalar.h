@@ -58,8 +58,10 @@ class Scalar {
         constexpr double kLowest =
             std::is_unsigned_v<T> ? -kMax : static_cast<double>(std::numeric_limits<T>::lowest());
         if (kind_ == Kind::Int || kind_ == Kind::Bool) {
-          const bool fits = std::is_same_v<T, int64_t> ||
-                            (int_ >= static_cast<int64_t>(kLowest) && int_ <= static_cast<int64_t>(kMax));
+          bool fits = true;  // every int64 fits an int64 (and 2^63 as a double would not convert back)
+          if constexpr (!std::is_same_v<T, int64_t>) {
+            fits = int_ >= static_cast<int64_t>(kLowest) && int_ <= static_cast<int64_t>(kMax);
+          }
           SCATTERX_CHECK(fits, ArgumentError, op, argument, " ", str(), " cannot be converted to ",
                          dtype_name(dtype_of<T>()), " without overflow");
           return static_cast<T>(int_);

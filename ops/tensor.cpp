@@ -1,5 +1,6 @@
 #include "ops/tensor.h"
 
+#include "ops/cuda/backend.h"
 #include "ops/detail/memory.h"
 
 #include <algorithm>
@@ -238,7 +239,7 @@ std::string TensorView::str() const {
   return detail::concat(dtype_name(dtype_), shape_.str(), " strides ", strides_.str(), " on ", device_.str());
 }
 
-Tensor Tensor::empty(const Shape& shape, DType dtype) {
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t s : shape) {
     SCATTERX_CHECK(s >= 0, ArgumentError, "Tensor::empty", "expected non-negative sizes, got ", shape.str());
   }
@@ -246,23 +247,30 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   const int64_t esize = scatterx::element_size(dtype);
   SCATTERX_CHECK(numel <= (std::numeric_limits<int64_t>::max() - 64) / esize, ArgumentError, "Tensor::empty",
                  "size of ", shape.str(), " x ", esize, " bytes overflows int64");
-  void* memory = detail::host_allocate(static_cast<size_t>(numel * esize));
   Tensor out;
-  out.storage_ = std::shared_ptr<void>(memory, [](void* p) { detail::host_free(p); });
-  static_cast<TensorView&>(out) = TensorView(memory, dtype, shape);
+  if (device.is_cuda()) {
+    out.storage_ = detail::cuda::allocate(numel * esize, device, "Tensor::empty");
+  } else {
+    void* memory = detail::host_allocate(static_cast<size_t>(numel * esize));
+    out.storage_ = std::shared_ptr<void>(memory, [](void* p) { detail::host_free(p); });
+  }
+  static_cast<TensorView&>(out) = TensorView(out.storage_.get(), dtype, shape, device);
   return out;
 }
 
-Tensor Tensor::zeros(const Shape& shape, DType dtype) {
-  Tensor out = empty(shape, dtype);
-  std::memset(out.data(), 0, static_cast<size_t>(out.numel() * out.element_size()));
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
+  Tensor out = empty(shape, dtype, device);
+  const int64_t bytes = out.numel() * out.element_size();
+  if (device.is_cuda()) {
+    detail::cuda::fill_zero(out.data(), bytes, "Tensor::zeros");
+  } else {
+    std::memset(out.data(), 0, static_cast<size_t>(bytes));
+  }
   return out;
 }
 
 Tensor Tensor::clone(const TensorView& source) {
-  SCATTERX_CHECK(source.device().is_cpu(), ArgumentError, "Tensor::clone", "expected a cpu tensor, got one on ",
-                 source.device().str());
-  Tensor out = empty(source.sizes(), source.dtype());
+  Tensor out = empty(source.sizes(), source.dtype(), source.device());
   copy_(out, source);
   return out;
 }

@@ -6,7 +6,8 @@
 // makes). Sizes, strides and offsets are 64-bit, so tensors beyond 2^31
 // elements work. A view never owns memory: the caller keeps the buffer alive.
 //
-// Tensor is a TensorView that also owns a 64-byte aligned CPU allocation, so
+// Tensor is a TensorView that also owns its allocation (64-byte aligned on
+// the CPU; stream-ordered device memory on a CUDA device, see ops/cuda.h), so
 // it can be passed wherever a view is expected. Views derived from a Tensor
 // (transpose, slice, ...) are plain TensorViews and do not keep it alive.
 #pragma once
@@ -128,10 +129,10 @@ class TensorView {
 class Tensor : public TensorView {
  public:
   Tensor() = default;
-  // Uninitialized / zero-filled contiguous CPU tensors.
-  static Tensor empty(const Shape& shape, DType dtype);
-  static Tensor zeros(const Shape& shape, DType dtype);
-  // A contiguous copy of any view (values, not memory, are shared: none).
+  // Uninitialized / zero-filled contiguous tensors.
+  static Tensor empty(const Shape& shape, DType dtype, Device device = Device::cpu());
+  static Tensor zeros(const Shape& shape, DType dtype, Device device = Device::cpu());
+  // A contiguous copy of any view, on the view's device.
   static Tensor clone(const TensorView& source);
   // Wraps memory someone else owns; `owner` is kept alive with the tensor.
   static Tensor adopt(const TensorView& view, std::shared_ptr<void> owner);

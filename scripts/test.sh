@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs every scatterx test:
-#   1. the Release build's GoogleTest suite (ctest),
+#   1. the Release build's GoogleTest suite (ctest); where nvcc is found the
+#      build includes the CUDA backend for sm_90, whose tests skip without a GPU,
 #   2. the installed package consumed from a separate CMake project,
 #   3. the Python package: pip install . into build/venv, then pytest
 #      (torch is installed too, so the torch comparisons and autograd

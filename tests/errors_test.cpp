@@ -507,14 +507,26 @@ TEST_F(ErrorTest, OutArgument) {
 
 // ---------------------------------------------------------------- devices
 
-#if SCATTERX_TEST_WITH_CUDA
-constexpr bool kBuiltWithCuda = true;
-#else
-constexpr bool kBuiltWithCuda = false;
-#endif
+// Built with the backend, but no GPU (or driver) here: a clear error from
+// the first CUDA call, never a crash.
+TEST_F(ErrorTest, CudaTensorsWithoutDevice) {
+  if (!scatterx::cuda::is_built() || scatterx::cuda::device_count() > 0) {
+    GTEST_SKIP() << "needs a build with the CUDA backend and no visible device";
+  }
+  auto fake = [](uintptr_t at) { return reinterpret_cast<void*>(at); };  // disjoint, never dereferenced
+  const auto cuda = scatterx::Device::cuda(0);
+  const TensorView dself(fake(0x10000), DType::Float32, Shape{3, 4}, cuda);
+  const TensorView dindex(fake(0x20000), DType::Int64, Shape{2, 2}, cuda);
+  const TensorView dsrc(fake(0x30000), DType::Float32, Shape{3, 4}, cuda);
+  expect_error<scatterx::Error>([&] { scatterx::scatter_add_(dself, 0, dindex, dsrc); },
+                                {"scatter_add_: CUDA error in "});
+  expect_error<scatterx::Error>([&] { (void)scatterx::gather(dself, 1, dindex); }, {"gather: CUDA error in "});
+  expect_error<scatterx::Error>([&] { (void)Tensor::empty({4}, DType::Float32, cuda); },
+                                {"Tensor::empty: CUDA error in "});
+}
 
 TEST_F(ErrorTest, CudaTensorsWithoutCudaBackend) {
-  if (kBuiltWithCuda) GTEST_SKIP() << "this build has a CUDA backend";
+  if (scatterx::cuda::is_built()) GTEST_SKIP() << "this build has a CUDA backend";
   // A fake device pointer: the library must refuse before touching it.
   void* fake = reinterpret_cast<void*>(uintptr_t{0x1000});
   const auto cuda = scatterx::Device::cuda(0);

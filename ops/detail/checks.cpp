@@ -5,6 +5,8 @@
 #include <limits>
 #include <string>
 
+#include "ops/cuda.h"
+#include "ops/cuda/backend.h"
 #include "ops/detail/parallel.h"
 #include "ops/detail/strided.h"
 #include "ops/dispatch.h"
@@ -29,8 +31,9 @@ void check_devices(const char* op, std::initializer_list<std::pair<const char*, 
     SCATTERX_CHECK(tensor->device() == first->device(), ArgumentError, op, "expected ", name, " on ", first_name,
                    "'s device ", first->device().str(), ", got ", tensor->device().str());
   }
-  SCATTERX_CHECK(first->device().is_cpu(), ArgumentError, op, "expected cpu tensors (this build of scatterx has ",
-                 "no CUDA backend), got ", first_name, " on ", first->device().str());
+  SCATTERX_CHECK(first->device().is_cpu() || scatterx::cuda::is_built(), ArgumentError, op,
+                 "expected cpu tensors (this build of scatterx has no CUDA backend), got ", first_name, " on ",
+                 first->device().str());
 }
 
 void check_index_dtype(const char* op, const char* name, const TensorView& index) {
@@ -145,6 +148,10 @@ template <typename I>
 
 void check_index_bounds(const char* op, const TensorView& index, int64_t dim, int64_t bound) {
   if (index.numel() == 0) return;
+  if (index.device().is_cuda()) {
+    cuda::check_index_bounds(op, index, dim, bound);
+    return;
+  }
   dispatch_index_dtype(index.dtype(), op, [&](auto tag) {
     using I = typename decltype(tag)::type;
     const I* data = static_cast<const I*>(index.data());

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "ops/macros.h"
 #include "ops/tensor.h"
 
 namespace scatterx::detail {
@@ -14,7 +15,7 @@ struct StridedLayout {
   int64_t sizes[kMaxDims] = {};
   int64_t strides[N][kMaxDims] = {};
 
-  int64_t numel() const {
+  SCATTERX_HOST_DEVICE int64_t numel() const {
     int64_t n = 1;
     for (int d = 0; d < ndim; ++d) n *= sizes[d];
     return n;
@@ -49,8 +50,9 @@ struct StridedLayout {
     return out;
   }
 
-  // Element offsets of the position with row-major rank `linear`.
-  void offsets(int64_t linear, int64_t (&offset)[N]) const {
+  // Element offsets of the position with row-major rank `linear` (also in
+  // device code: the CUDA kernels take layouts by value).
+  SCATTERX_HOST_DEVICE void offsets(int64_t linear, int64_t (&offset)[N]) const {
     for (int t = 0; t < N; ++t) offset[t] = 0;
     for (int d = ndim - 1; d >= 0; --d) {
       const int64_t c = linear % sizes[d];

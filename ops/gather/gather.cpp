@@ -1,6 +1,7 @@
 // gather / index_select front end: validate once, then dispatch.
 #include "ops/gather/gather.h"
 
+#include "ops/cuda/backend.h"
 #include "ops/detail/checks.h"
 #include "ops/gather/gather_kernel.h"
 
@@ -69,14 +70,18 @@ GatherArgs prepare_index_select(const char* op, const TensorView& input, int64_t
 void run(GatherArgs& args, const TensorView& out) {
   args.out = detail::at_least_1d(out);
   if (args.out.numel() == 0) return;
-  detail::gather_cpu(args);
+  if (args.out.device().is_cuda()) {
+    detail::cuda::gather(args);
+  } else {
+    detail::gather_cpu(args);
+  }
 }
 
 }  // namespace
 
 Tensor gather(const TensorView& input, int64_t dim, const TensorView& index) {
   GatherArgs args = prepare_gather("gather", input, dim, index);
-  Tensor out = Tensor::empty(index.sizes(), input.dtype());
+  Tensor out = Tensor::empty(index.sizes(), input.dtype(), input.device());
   run(args, out);
   return out;
 }
@@ -93,7 +98,7 @@ TensorView gather_out(const TensorView& out, const TensorView& input, int64_t di
 Tensor index_select(const TensorView& input, int64_t dim, const TensorView& index) {
   Shape shape;
   GatherArgs args = prepare_index_select("index_select", input, dim, index, shape);
-  Tensor out = Tensor::empty(shape, input.dtype());
+  Tensor out = Tensor::empty(shape, input.dtype(), input.device());
   run(args, out);
   return out;
 }

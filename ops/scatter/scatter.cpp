@@ -1,6 +1,7 @@
 // scatter / index_add / index_reduce front end: validate once, then dispatch.
 #include "ops/scatter/scatter.h"
 
+#include "ops/cuda/backend.h"
 #include "ops/detail/checks.h"
 #include "ops/dispatch.h"
 #include "ops/scatter/scatter_kernel.h"
@@ -61,15 +62,21 @@ PreparedScatter prepare_scatter(const char* op, const TensorView& self, int64_t 
                    " in every dimension, got size ", a.index.size(d), " > ", a.src.size(d), " in dimension ", d);
   }
   if (src == nullptr) {
-    // The value, converted once to self's dtype, seen through zero strides.
-    p.value = Tensor::empty(Shape{1}, self.dtype());
+    // The value, converted once to self's dtype, seen through zero strides
+    // (copied to self's device for a CUDA self).
+    p.value = Tensor::empty(Shape{1}, self.dtype(), self.device());
     dispatch_dtype(self.dtype(), op, [&](auto tag) {
       using T = CppType<decltype(tag)::value>;
-      *p.value.data_as<T>() = value->to<T>(op, "value");
+      const T converted = value->to<T>(op, "value");
+      if (self.device().is_cuda()) {
+        detail::cuda::copy_from_host(p.value.data(), &converted, sizeof(T), op);
+      } else {
+        *p.value.data_as<T>() = converted;
+      }
     });
     Shape zeros = a.index.sizes();
     for (int64_t d = 0; d < zeros.size(); ++d) zeros[d] = 0;
-    a.src = TensorView(p.value.data(), self.dtype(), a.index.sizes(), zeros);
+    a.src = TensorView(p.value.data(), self.dtype(), a.index.sizes(), zeros, self.device());
   }
   if (in_place) check_in_place(op, a.self, a.index, a.src);
   detail::check_index_bounds(op, index, a.dim, a.self.size(a.dim));
@@ -135,15 +142,23 @@ PreparedScatter prepare_index_op(const char* op, const TensorView& self, int64_t
   return p;
 }
 
+void run(const ScatterArgs& args) {
+  if (args.self.device().is_cuda()) {
+    detail::cuda::scatter(args);
+  } else {
+    detail::scatter_cpu(args);
+  }
+}
+
 TensorView run_in_place(const PreparedScatter& p, const TensorView& self) {
-  if (!p.noop && p.args.self.numel() > 0) detail::scatter_cpu(p.args);
+  if (!p.noop && p.args.self.numel() > 0) run(p.args);
   return self;
 }
 
 Tensor run_on_copy(PreparedScatter& p, const TensorView& self) {
   Tensor out = Tensor::clone(self);
   p.args.self = detail::at_least_1d(out);
-  if (!p.noop && out.numel() > 0) detail::scatter_cpu(p.args);
+  if (!p.noop && out.numel() > 0) run(p.args);
   return out;
 }
 

@@ -1,0 +1,63 @@
+// The CUDA backend's controls. The ops themselves need nothing from here:
+// every op in gather.h and scatter.h runs on the GPU when its tensors are CUDA
+// tensors (TensorView with Device::cuda(n)), with the CPU backend's semantics.
+//
+// Streams. An op on CUDA tensors is enqueued on the calling thread's current
+// stream (the legacy default stream unless a StreamGuard says otherwise) and
+// returns without waiting for it, except where it must return a host value:
+// the index check below. Outputs it allocates are stream-ordered on that
+// stream. The Python bindings set the caller's current torch / CuPy stream.
+//
+// Index checks. An out-of-range index raises IndexError with the CPU
+// backend's message and writes nothing. On the GPU that costs one pass over
+// the index and one stream synchronization per op (the flag must reach the
+// host before the op may write). set_index_checks(false) skips both, for
+// callers who validate their indices themselves; an out-of-range index is
+// then skipped by the kernels (never written out of bounds, never a
+// device-side assert), and its destination keeps an unspecified value.
+//
+// Determinism. With set_deterministic(true), scatters never use atomics:
+// each destination is folded by one thread over its values in index order
+// (the CPU backend's order), after a stable radix sort of the positions by
+// destination, so float sums and means are bit-identical run to run and
+// equal to the CPU backend's. The default picks atomics where they are
+// faster and the reduction is order-independent up to float rounding.
+#pragma once
+
+#include <cstdint>
+
+namespace scatterx::cuda {
+
+// Whether this build has the CUDA backend, and how many devices it sees
+// (0 without the backend, a driver or a GPU).
+bool is_built();
+int device_count();
+
+// The calling thread's current stream (a cudaStream_t; nullptr = the legacy
+// default stream).
+void* current_stream();
+
+// Makes `stream` the calling thread's current stream until destroyed.
+class StreamGuard {
+ public:
+  explicit StreamGuard(void* stream);
+  ~StreamGuard();
+  StreamGuard(const StreamGuard&) = delete;
+  StreamGuard& operator=(const StreamGuard&) = delete;
+
+ private:
+  void* previous_;
+};
+
+// Waits for the calling thread's current stream; raises scatterx::Error with
+// CUDA's message if work on it failed.
+void synchronize();
+
+// Process-wide switches (see above). Defaults: deterministic false, index
+// checks true.
+void set_deterministic(bool on);
+bool deterministic();
+void set_index_checks(bool on);
+bool index_checks();
+
+}  // namespace scatterx::cuda

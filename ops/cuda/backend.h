@@ -1,0 +1,45 @@
+// Internal: the CUDA backend's entry points, called by the front ends
+// (gather.cpp, scatter.cpp, tensor.cpp, checks.cpp) after validation. Plain
+// C++ so that host code compiled without nvcc can call them. In a build
+// without the backend (no_cuda.cpp) each raises ArgumentError naming `op`.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "ops/gather/gather_kernel.h"
+#include "ops/scatter/scatter_kernel.h"
+#include "ops/tensor.h"
+
+namespace scatterx::detail {
+struct IndexGeometry;
+}
+
+namespace scatterx::detail::cuda {
+
+// Device memory for `bytes` on `device`, stream-ordered on the current
+// stream (cudaMallocAsync), freed on that stream when the last owner drops it.
+std::shared_ptr<void> allocate(int64_t bytes, Device device, const char* op);
+
+// dst = src, element-wise, any strides, same shape and dtype, both on one
+// CUDA device (enqueued on the current stream).
+void copy(const TensorView& dst, const TensorView& src, const char* op);
+// Bytes between host and device memory; waits for the current stream.
+void copy_to_host(void* host, const void* device, int64_t bytes, const char* op);
+void copy_from_host(void* device, const void* host, int64_t bytes, const char* op);
+void fill_zero(void* device, int64_t bytes, const char* op);
+
+// Raises IndexError (the CPU backend's message: first bad value row-major
+// and its position) when a value of `index` is outside [0, bound).
+// Synchronizes the current stream; does nothing when index checks are off.
+void check_index_bounds(const char* op, const TensorView& index, int64_t dim, int64_t bound);
+
+void gather(const GatherArgs& args);
+void scatter(const ScatterArgs& args);
+
+// Per-dtype scatter entry points, one explicit instantiation per generated
+// file (scatter_cuda_<dtype>.cu).
+template <DType D>
+void scatter_cuda_dtype(const ScatterArgs& args, const IndexGeometry& geometry);
+
+}  // namespace scatterx::detail::cuda

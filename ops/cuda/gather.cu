@@ -1,0 +1,122 @@
+// CUDA gather / index_select. Gather only moves values: kernels are
+// instantiated per element size (or vector width), not per dtype.
+#include "ops/cuda/backend.h"
+#include "ops/cuda/common.cuh"
+#include "ops/cuda/positions.cuh"
+#include "ops/detail/bytes.h"
+#include "ops/detail/index_geometry.h"
+#include "ops/dispatch.h"
+
+namespace scatterx::detail::cuda {
+
+namespace {
+
+// Any index: one thread per position (outer, i, j) of index's shape.
+template <typename E, typename I>
+__global__ void gather_elements(E* out, const E* in, const I* index, const IndexGeometry g, int64_t bound,
+                                int64_t total) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < total; u += step) {
+    const Position p = decode_position(g, u);
+    const int64_t v = static_cast<int64_t>(index[p.index]);
+    if (v < 0 || v >= bound) continue;  // only with index checks off: skipped, never read out of bounds
+    out[p.positional] = in[p.indexed + v * g.dim_stride[0]];
+  }
+}
+
+// One index value per row (index_select, an expanded index) and contiguous
+// rows: a warp copies each row in V-sized vectors (16 bytes when the rows'
+// sizes and addresses allow), so every load is a full, coalesced transaction.
+template <typename V, typename I>
+__global__ void gather_rows(char* out, const char* in, const I* index, const IndexGeometry g, int64_t element_bytes,
+                            int64_t bound, int64_t rows, int64_t vectors_per_row) {
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
+  const int lane = threadIdx.x % 32;
+  for (int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; row < rows; row += warps) {
+    const int64_t i = row % g.k;
+    int64_t off[3];
+    g.outer.offsets(row / g.k, off);
+    const int64_t v = static_cast<int64_t>(index[off[2] + i * g.dim_stride[2]]);
+    if (v < 0 || v >= bound) continue;
+    const V* src = reinterpret_cast<const V*>(in + (off[0] + v * g.dim_stride[0]) * element_bytes);
+    V* dst = reinterpret_cast<V*>(out + (off[1] + i * g.dim_stride[1]) * element_bytes);
+    for (int64_t c = lane; c < vectors_per_row; c += 32) dst[c] = src[c];
+  }
+}
+
+struct alignas(16) Vector16 {
+  uint4 v;
+};
+
+// The widest of 16, 8, 4, 2, 1 bytes dividing every row's start in both
+// tensors and the row's length.
+int64_t row_vector_bytes(const GatherArgs& a, const IndexGeometry& g) {
+  const int64_t es = a.out.element_size();
+  uint64_t bits = reinterpret_cast<uintptr_t>(a.out.data()) | reinterpret_cast<uintptr_t>(a.input.data());
+  bits |= static_cast<uint64_t>(g.row_len * es);
+  bits |= static_cast<uint64_t>(g.dim_stride[0] * es) | static_cast<uint64_t>(g.dim_stride[1] * es);
+  for (int d = 0; d < g.outer.ndim; ++d) {
+    bits |= static_cast<uint64_t>(g.outer.strides[0][d] * es) | static_cast<uint64_t>(g.outer.strides[1][d] * es);
+  }
+  for (int64_t w = 16; w > 1; w /= 2) {
+    if ((bits & static_cast<uint64_t>(w - 1)) == 0) return w;
+  }
+  return 1;
+}
+
+template <typename I>
+void launch_rows(const GatherArgs& a, const IndexGeometry& g, int64_t bound) {
+  const int64_t es = a.out.element_size();
+  const int64_t rows = g.outer_numel * g.k;
+  const int64_t width = row_vector_bytes(a, g);
+  const int64_t vectors = g.row_len * es / width;
+  const unsigned blocks = blocks_for(rows * 32);
+  auto* out = static_cast<char*>(a.out.data());
+  const auto* in = static_cast<const char*>(a.input.data());
+  const auto* index = static_cast<const I*>(a.index.data());
+  switch (width) {
+    case 16:
+      gather_rows<Vector16, I><<<blocks, kThreads, 0, stream()>>>(out, in, index, g, es, bound, rows, vectors);
+      break;
+    case 8:
+      gather_rows<uint64_t, I><<<blocks, kThreads, 0, stream()>>>(out, in, index, g, es, bound, rows, vectors);
+      break;
+    case 4:
+      gather_rows<uint32_t, I><<<blocks, kThreads, 0, stream()>>>(out, in, index, g, es, bound, rows, vectors);
+      break;
+    case 2:
+      gather_rows<uint16_t, I><<<blocks, kThreads, 0, stream()>>>(out, in, index, g, es, bound, rows, vectors);
+      break;
+    default:
+      gather_rows<uint8_t, I><<<blocks, kThreads, 0, stream()>>>(out, in, index, g, es, bound, rows, vectors);
+      break;
+  }
+  check_launch(a.op, "gather_rows");
+}
+
+}  // namespace
+
+void gather(const GatherArgs& a) {
+  DeviceGuard guard(a.out.device(), a.op);
+  // input is the indexed tensor, out the positional one (see index_geometry.h)
+  const IndexGeometry g = make_index_geometry(a.input, a.out, a.index, a.dim);
+  const int64_t total = g.outer_numel * g.k * g.row_len;
+  if (total == 0) return;
+  const int64_t bound = a.input.size(a.dim);
+  dispatch_index_dtype(a.index.dtype(), a.op, [&](auto index_tag) {
+    using I = typename decltype(index_tag)::type;
+    if (g.slice_index && g.row_len > 1 && g.row_stride[0] == 1 && g.row_stride[1] == 1) {
+      launch_rows<I>(a, g, bound);
+      return;
+    }
+    dispatch_element_size(a.out.element_size(), a.op, [&](auto element) {
+      using E = decltype(element);
+      gather_elements<E, I><<<blocks_for(total), kThreads, 0, stream()>>>(
+          static_cast<E*>(a.out.data()), static_cast<const E*>(a.input.data()), static_cast<const I*>(a.index.data()),
+          g, bound, total);
+      check_launch(a.op, "gather_elements");
+    });
+  });
+}
+
+}  // namespace scatterx::detail::cuda

@@ -1,0 +1,41 @@
+// The CUDA backend's entry points in a build without it: the controls
+// report no devices, and anything that would touch a CUDA tensor raises.
+#include "ops/cuda.h"
+#include "ops/cuda/backend.h"
+
+namespace scatterx {
+
+namespace cuda {
+
+bool is_built() { return false; }
+int device_count() { return 0; }
+void* current_stream() { return nullptr; }
+StreamGuard::StreamGuard(void* stream) : previous_(stream) {}
+StreamGuard::~StreamGuard() = default;
+void synchronize() {}
+void set_deterministic(bool) {}
+bool deterministic() { return false; }
+void set_index_checks(bool) {}
+bool index_checks() { return true; }
+
+}  // namespace cuda
+
+namespace detail::cuda {
+
+namespace {
+[[noreturn]] void unavailable(const char* op) {
+  raise<ArgumentError>(op, "expected cpu tensors (this build of scatterx has no CUDA backend), got cuda tensors");
+}
+}  // namespace
+
+std::shared_ptr<void> allocate(int64_t, Device, const char* op) { unavailable(op); }
+void copy(const TensorView&, const TensorView&, const char* op) { unavailable(op); }
+void copy_to_host(void*, const void*, int64_t, const char* op) { unavailable(op); }
+void copy_from_host(void*, const void*, int64_t, const char* op) { unavailable(op); }
+void fill_zero(void*, int64_t, const char* op) { unavailable(op); }
+void check_index_bounds(const char* op, const TensorView&, int64_t, int64_t) { unavailable(op); }
+void gather(const GatherArgs& args) { unavailable(args.op); }
+void scatter(const ScatterArgs& args) { unavailable(args.op); }
+
+}  // namespace detail::cuda
+}  // namespace scatterx

@@ -1,0 +1,93 @@
+// Streams, switches, memory and copies of the CUDA backend.
+#include <atomic>
+
+#include "ops/cuda.h"
+#include "ops/cuda/backend.h"
+#include "ops/cuda/common.cuh"
+
+namespace scatterx {
+
+namespace {
+thread_local cudaStream_t g_current_stream = nullptr;
+std::atomic<bool> g_deterministic{false};
+std::atomic<bool> g_index_checks{true};
+}  // namespace
+
+namespace cuda {
+
+bool is_built() { return true; }
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();  // no driver or no device: not an error here
+    return 0;
+  }
+  return n;
+}
+
+void* current_stream() { return g_current_stream; }
+
+StreamGuard::StreamGuard(void* stream) : previous_(g_current_stream) {
+  g_current_stream = static_cast<cudaStream_t>(stream);
+}
+StreamGuard::~StreamGuard() { g_current_stream = static_cast<cudaStream_t>(previous_); }
+
+void synchronize() {
+  detail::cuda::check(cudaStreamSynchronize(g_current_stream), "synchronize", "cudaStreamSynchronize");
+}
+
+void set_deterministic(bool on) { g_deterministic = on; }
+bool deterministic() { return g_deterministic; }
+void set_index_checks(bool on) { g_index_checks = on; }
+bool index_checks() { return g_index_checks; }
+
+}  // namespace cuda
+
+namespace detail::cuda {
+
+cudaStream_t stream() { return g_current_stream; }
+
+std::shared_ptr<void> allocate(int64_t bytes, Device device, const char* op) {
+  if (bytes == 0) return std::shared_ptr<void>(nullptr, [](void*) {});
+  DeviceGuard guard(device, op);
+  void* p = nullptr;
+  cudaStream_t s = stream();
+  check(cudaMallocAsync(&p, static_cast<size_t>(bytes), s), op, "cudaMallocAsync");
+  const int ordinal = device.index;
+  return std::shared_ptr<void>(p, [s, ordinal](void* q) {
+    int previous = 0;
+    (void)cudaGetDevice(&previous);
+    (void)cudaSetDevice(ordinal);
+    // Ordered after the work already queued on the allocating stream; if
+    // that stream is gone, free synchronously.
+    if (cudaFreeAsync(q, s) != cudaSuccess) {
+      (void)cudaGetLastError();
+      (void)cudaFree(q);
+    }
+    (void)cudaSetDevice(previous);
+  });
+}
+
+void copy_to_host(void* host, const void* device, int64_t bytes, const char* op) {
+  if (bytes == 0) return;
+  check(cudaMemcpyAsync(host, device, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream()), op,
+        "cudaMemcpyAsync");
+  check(cudaStreamSynchronize(stream()), op, "cudaStreamSynchronize");
+}
+
+void copy_from_host(void* device, const void* host, int64_t bytes, const char* op) {
+  if (bytes == 0) return;
+  check(cudaMemcpyAsync(device, host, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream()), op,
+        "cudaMemcpyAsync");
+  // The host buffer may be a temporary of the caller's.
+  check(cudaStreamSynchronize(stream()), op, "cudaStreamSynchronize");
+}
+
+void fill_zero(void* device, int64_t bytes, const char* op) {
+  if (bytes == 0) return;
+  check(cudaMemsetAsync(device, 0, static_cast<size_t>(bytes), stream()), op, "cudaMemsetAsync");
+}
+
+}  // namespace detail::cuda
+}  // namespace scatterx

@@ -1,0 +1,185 @@
+// CUDA scatter kernels for one dtype (every reduce and index type), included
+// by the generated per-dtype files scatter_cuda_<dtype>.cu so that the dtypes
+// compile in parallel.
+//
+// Two paths, both producing the contract of reduce_ops.h:
+//  - atomic: every position folds its value into its destination with an
+//    atomic (atomics.cuh). include_self = false first resets the hit
+//    destinations to the reduce's identity; mean counts hits per
+//    destination and divides in a last pass. Values arrive in any order, so
+//    float sums round differently from run to run.
+//  - sorted: positions are stably radix-sorted by destination (scatter_sort.cu)
+//    and one thread folds each destination's values in index order: exactly
+//    the CPU backend's result, bit for bit. Used in deterministic mode, and
+//    for the folds no atomic implements (kAtomicFold).
+#pragma once
+
+#include "ops/cuda.h"
+#include "ops/cuda/atomics.cuh"
+#include "ops/cuda/backend.h"
+#include "ops/cuda/common.cuh"
+#include "ops/cuda/positions.cuh"
+#include "ops/cuda/scatter_sort.h"
+#include "ops/detail/index_geometry.h"
+#include "ops/dispatch.h"
+
+namespace scatterx::detail::cuda {
+
+namespace {
+
+template <typename T, bool kScaled>
+__device__ __forceinline__ acc_t<T> load_value(const T* src, int64_t at, acc_t<T> alpha) {
+  using A = acc_t<T>;
+  if constexpr (kScaled) {
+    return arith::mul(static_cast<A>(src[at]), alpha);
+  } else {
+    return static_cast<A>(src[at]);
+  }
+}
+
+#define SCATTERX_GRID_LOOP(u, total)                                            \
+  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x, \
+               u##_step = static_cast<int64_t>(gridDim.x) * blockDim.x;         \
+       u < (total); u += u##_step)
+
+template <typename T, Reduce R, typename I>
+__global__ void fill_identity(T* self, const I* index, const IndexGeometry g, int64_t bound, int64_t total) {
+  SCATTERX_GRID_LOOP(u, total) {
+    const Position p = decode_position(g, u);
+    const int64_t v = static_cast<int64_t>(index[p.index]);
+    if (v < 0 || v >= bound) continue;
+    self[p.indexed + v * g.dim_stride[0]] = static_cast<T>(ReduceOp<R, acc_t<T>>::identity());
+  }
+}
+
+template <typename T, Reduce R, typename I, bool kScaled, bool kCount>
+__global__ void fold_atomic(T* self, const T* src, const I* index, const IndexGeometry g, int64_t bound, int64_t total,
+                            acc_t<T> alpha, int* counts, int64_t self_lowest) {
+  SCATTERX_GRID_LOOP(u, total) {
+    const Position p = decode_position(g, u);
+    const int64_t v = static_cast<int64_t>(index[p.index]);
+    if (v < 0 || v >= bound) continue;
+    const int64_t dest = p.indexed + v * g.dim_stride[0];
+    atomic_fold<R>(self + dest, load_value<T, kScaled>(src, p.positional, alpha));
+    if constexpr (kCount) atomicAdd(counts + (dest - self_lowest), 1);
+  }
+}
+
+// Mean's last pass over self: divide every hit destination by its count.
+template <typename T>
+__global__ void finalize_mean(T* self, const StridedLayout<1> layout, int64_t total, const int* counts,
+                              int64_t self_lowest, int include_self) {
+  using A = acc_t<T>;
+  SCATTERX_GRID_LOOP(u, total) {
+    int64_t off[1];
+    layout.offsets(u, off);
+    const int hits = counts[off[0] - self_lowest];
+    if (hits == 0) continue;
+    self[off[0]] =
+        static_cast<T>(ReduceOp<Reduce::Mean, A>::finalize(static_cast<A>(self[off[0]]), int64_t{hits} + include_self));
+  }
+}
+
+// One thread per destination of the sorted positions: folds its run of
+// values in index order (the sort is stable), then writes once.
+template <typename T, Reduce R, bool kScaled>
+__global__ void fold_sorted(T* self, const T* src, const IndexGeometry g, const uint64_t* keys,
+                            const int64_t* positions, int64_t total, uint64_t skipped_key, int64_t self_lowest,
+                            bool include_self, acc_t<T> alpha) {
+  using A = acc_t<T>;
+  using Op = ReduceOp<R, A>;
+  SCATTERX_GRID_LOOP(s, total) {
+    const uint64_t key = keys[s];
+    if (key == skipped_key || (s > 0 && keys[s - 1] == key)) continue;  // not the head of a run
+    T* dest = self + (static_cast<int64_t>(key) + self_lowest);
+    A acc = include_self ? static_cast<A>(*dest) : Op::identity();
+    int64_t n = 0;
+    for (int64_t q = s; q < total && keys[q] == key; ++q, ++n) {
+      acc = Op::combine(acc, load_value<T, kScaled>(src, decode_position(g, positions[q]).positional, alpha));
+    }
+    *dest = static_cast<T>(Op::finalize(acc, n + (include_self ? 1 : 0)));
+  }
+}
+
+#undef SCATTERX_GRID_LOOP
+
+template <typename T, Reduce R, typename I, bool kScaled>
+void run_atomic(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& span, int64_t total, acc_t<T> alpha) {
+  T* self = static_cast<T*>(a.self.data());
+  const T* src = static_cast<const T*>(a.src.data());
+  const I* index = static_cast<const I*>(a.index.data());
+  const int64_t bound = a.self.size(a.dim);
+  const unsigned blocks = blocks_for(total);
+  if (!a.include_self && R != Reduce::None) {
+    fill_identity<T, R, I><<<blocks, kThreads, 0, stream()>>>(self, index, g, bound, total);
+    check_launch(a.op, "fill_identity");
+  }
+  if constexpr (kNeedsCount<R>) {
+    std::shared_ptr<void> counts = allocate(span.elements * int64_t{sizeof(int)}, a.self.device(), a.op);
+    fill_zero(counts.get(), span.elements * int64_t{sizeof(int)}, a.op);
+    fold_atomic<T, R, I, kScaled, true><<<blocks, kThreads, 0, stream()>>>(
+        self, src, index, g, bound, total, alpha, static_cast<int*>(counts.get()), span.lowest);
+    check_launch(a.op, "fold_atomic");
+    const TensorView* views[1] = {&a.self};
+    const StridedLayout<1> layout = layout_of<1>(a.self.sizes(), views);
+    const int64_t n = a.self.numel();
+    finalize_mean<T><<<blocks_for(n), kThreads, 0, stream()>>>(self, layout, n, static_cast<int*>(counts.get()),
+                                                               span.lowest, a.include_self ? 1 : 0);
+    check_launch(a.op, "finalize_mean");
+  } else {
+    fold_atomic<T, R, I, kScaled, false>
+        <<<blocks, kThreads, 0, stream()>>>(self, src, index, g, bound, total, alpha, nullptr, span.lowest);
+    check_launch(a.op, "fold_atomic");
+  }
+}
+
+template <typename T, Reduce R, bool kScaled>
+void run_sorted(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& span, int64_t total, acc_t<T> alpha) {
+  const SortedPositions sorted = sort_by_destination(a, g, span, total);
+  fold_sorted<T, R, kScaled><<<blocks_for(total), kThreads, 0, stream()>>>(
+      static_cast<T*>(a.self.data()), static_cast<const T*>(a.src.data()), g, sorted.keys, sorted.positions, total,
+      sorted.skipped_key, span.lowest, a.include_self, alpha);
+  check_launch(a.op, "fold_sorted");
+}
+
+}  // namespace
+
+template <DType D>
+void scatter_cuda_dtype(const ScatterArgs& a, const IndexGeometry& g) {
+  using T = CppType<D>;
+  using A = acc_t<T>;
+  const int64_t total = g.outer_numel * g.k * g.row_len;
+  if (total == 0) return;
+  const SelfSpan span = self_span(a.self);
+  dispatch_reduce(a.reduce, [&](auto reduce_tag) {
+    constexpr Reduce R = decltype(reduce_tag)::value;
+    if constexpr (reduce_supported(R, D)) {
+      const bool scaled = R == Reduce::Sum && a.scaled;
+      const A alpha = scaled ? a.alpha.to<A>(a.op, "alpha") : A(1);
+      const bool sorted = scatterx::cuda::deterministic() || !kAtomicFold<R, T>;
+      auto run = [&](auto scaled_tag) {
+        constexpr bool kScaled = decltype(scaled_tag)::value;
+        if (sorted) {
+          run_sorted<T, R, kScaled>(a, g, span, total, alpha);
+          return;
+        }
+        if constexpr (kAtomicFold<R, T>) {
+          dispatch_index_dtype(a.index.dtype(), a.op, [&](auto index_tag) {
+            run_atomic<T, R, typename decltype(index_tag)::type, kScaled>(a, g, span, total, alpha);
+          });
+        }
+      };
+      if constexpr (R == Reduce::Sum) {
+        if (scaled) {
+          run(std::true_type{});
+          return;
+        }
+      }
+      run(std::false_type{});
+    } else {
+      raise<DTypeError>(a.op, "reduce '", reduce_name(R), "' is not supported for ", dtype_name(D), " tensors");
+    }
+  });
+}
+
+}  // namespace scatterx::detail::cuda

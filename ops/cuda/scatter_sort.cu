@@ -1,0 +1,90 @@
+// The sorted path's dtype-independent half: destination keys and CUB's
+// stable radix sort of the positions by them. One translation unit, so CUB
+// compiles once.
+#include <cub/device/device_radix_sort.cuh>
+
+#include "ops/cuda/backend.h"
+#include "ops/cuda/common.cuh"
+#include "ops/cuda/positions.cuh"
+#include "ops/cuda/scatter_sort.h"
+#include "ops/detail/index_geometry.h"
+#include "ops/dispatch.h"
+
+namespace scatterx::detail::cuda {
+
+namespace {
+
+template <typename I>
+__global__ void destination_keys(uint64_t* keys, int64_t* positions, const I* index, const IndexGeometry g,
+                                 int64_t bound, int64_t total, int64_t self_lowest, uint64_t skipped_key) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < total; u += step) {
+    const Position p = decode_position(g, u);
+    const int64_t v = static_cast<int64_t>(index[p.index]);
+    const bool in_range = v >= 0 && v < bound;
+    keys[u] = in_range ? static_cast<uint64_t>(p.indexed + v * g.dim_stride[0] - self_lowest) : skipped_key;
+    positions[u] = u;
+  }
+}
+
+int bit_width(uint64_t x) {
+  int bits = 0;
+  while (x != 0) {
+    ++bits;
+    x >>= 1;
+  }
+  return bits;
+}
+
+}  // namespace
+
+SelfSpan self_span(const TensorView& self) {
+  SelfSpan span;
+  int64_t highest = 0;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    const int64_t reach = (self.size(d) - 1) * self.stride(d);
+    if (reach < 0)
+      span.lowest += reach;
+    else
+      highest += reach;
+  }
+  span.elements = self.numel() == 0 ? 0 : highest - span.lowest + 1;
+  return span;
+}
+
+SortedPositions sort_by_destination(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& span, int64_t total) {
+  SortedPositions out;
+  out.skipped_key = static_cast<uint64_t>(span.elements);
+  const int end_bit = std::max(1, bit_width(out.skipped_key));
+  const size_t n = static_cast<size_t>(total);
+  // keys in / out, positions in / out, then CUB's scratch
+  size_t scratch_bytes = 0;
+  check(cub::DeviceRadixSort::SortPairs(nullptr, scratch_bytes, static_cast<const uint64_t*>(nullptr),
+                                        static_cast<uint64_t*>(nullptr), static_cast<const int64_t*>(nullptr),
+                                        static_cast<int64_t*>(nullptr), static_cast<int64_t>(n), 0, end_bit, stream()),
+        a.op, "cub::DeviceRadixSort::SortPairs");
+  const size_t array_bytes = (n * 8 + 255) / 256 * 256;
+  out.storage = allocate(static_cast<int64_t>(4 * array_bytes + scratch_bytes), a.self.device(), a.op);
+  char* base = static_cast<char*>(out.storage.get());
+  auto* keys_in = reinterpret_cast<uint64_t*>(base);
+  auto* keys_out = reinterpret_cast<uint64_t*>(base + array_bytes);
+  auto* positions_in = reinterpret_cast<int64_t*>(base + 2 * array_bytes);
+  auto* positions_out = reinterpret_cast<int64_t*>(base + 3 * array_bytes);
+  void* scratch = base + 4 * array_bytes;
+  const int64_t bound = a.self.size(a.dim);
+  dispatch_index_dtype(a.index.dtype(), a.op, [&](auto tag) {
+    using I = typename decltype(tag)::type;
+    destination_keys<I><<<blocks_for(total), kThreads, 0, stream()>>>(
+        keys_in, positions_in, static_cast<const I*>(a.index.data()), g, bound, total, span.lowest, out.skipped_key);
+    check_launch(a.op, "destination_keys");
+  });
+  // LSD radix sort: stable, so each destination's positions stay in index order.
+  check(cub::DeviceRadixSort::SortPairs(scratch, scratch_bytes, keys_in, keys_out, positions_in, positions_out, total,
+                                        0, end_bit, stream()),
+        a.op, "cub::DeviceRadixSort::SortPairs");
+  out.keys = keys_out;
+  out.positions = positions_out;
+  return out;
+}
+
+}  // namespace scatterx::detail::cuda

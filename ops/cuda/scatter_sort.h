@@ -1,0 +1,33 @@
+// Internal: the sorted path's shared, dtype-independent half (scatter_sort.cu):
+// where self lies in memory, and its positions sorted by destination.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "ops/scatter/scatter_kernel.h"
+
+namespace scatterx::detail::cuda {
+
+// Element offsets of self relative to its data pointer: the lowest (<= 0
+// with negative strides) and how many elements lie from there to the highest.
+struct SelfSpan {
+  int64_t lowest = 0;
+  int64_t elements = 0;
+};
+SelfSpan self_span(const TensorView& self);
+
+// The positions of index's shape (row-major ranks in the geometry's order),
+// stably sorted by destination: keys[s] is the destination of positions[s]
+// as an offset from span.lowest; skipped_key marks positions whose index is
+// out of range (only with index checks off), sorted last.
+struct SortedPositions {
+  const uint64_t* keys = nullptr;
+  const int64_t* positions = nullptr;
+  uint64_t skipped_key = 0;
+  std::shared_ptr<void> storage;
+};
+SortedPositions sort_by_destination(const ScatterArgs& args, const IndexGeometry& geometry, const SelfSpan& span,
+                                    int64_t total);
+
+}  // namespace scatterx::detail::cuda

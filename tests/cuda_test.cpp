@@ -1,0 +1,515 @@
+// The CUDA backend against the serial reference (tests/reference.h): every
+// op x dtype x reduce x index dtype, random shapes of rank 0 to 4 with heavy
+// duplicates and non-contiguous views of every argument (the device buffers
+// mirror the host layouts), in the atomic and the deterministic mode.
+//
+// Expected results are bitwise the reference's, except float and complex
+// sums and means in the atomic mode, where values arrive in any order: those
+// are compared within a tolerance. The deterministic mode is bitwise
+// everywhere (it folds in index order, as the CPU backend).
+//
+// Also: out-of-range indices raise the CPU backend's IndexError, write
+// nothing and leave the GPU usable; unchecked mode; streams; determinism run
+// to run. Every test skips when no CUDA device is visible (this file builds
+// wherever the backend builds; scripts/gpu_suite.sh runs it on a GPU).
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "ops/cuda.h"
+#include "ops/cuda/backend.h"
+#include "tests/op_checks.h"
+#include "tests/reference.h"
+
+namespace sxt {
+namespace {
+
+namespace sxc = scatterx::cuda;
+using scatterx::Device;
+namespace backend = scatterx::detail::cuda;
+
+const Device kGpu = Device::cuda(0);
+
+// ---------------------------------------------------------------- device mirrors
+
+// A Buf's whole storage copied to the GPU, and the same view over it.
+struct DeviceBuf {
+  Tensor base;
+  TensorView view;
+};
+
+DeviceBuf to_device(const Buf& host) {
+  DeviceBuf d;
+  d.base = Tensor::empty(host.base.sizes(), host.base.dtype(), kGpu);
+  backend::copy_from_host(d.base.data(), host.base.data(), host.base.numel() * host.base.element_size(), "test");
+  const int64_t offset = static_cast<const char*>(host.view.data()) - static_cast<const char*>(host.base.data());
+  d.view = TensorView(static_cast<char*>(d.base.data()) + offset, host.view.dtype(), host.view.sizes(),
+                      host.view.strides(), kGpu);
+  return d;
+}
+
+// The device storage copied back over the host Buf's storage.
+void to_host(const DeviceBuf& d, Buf& host) {
+  backend::copy_to_host(host.base.data(), d.base.data(), host.base.numel() * host.base.element_size(), "test");
+}
+
+// A contiguous device tensor's values on the host.
+Tensor to_host(const TensorView& device) {
+  const Tensor contiguous = Tensor::clone(device);
+  Tensor out = Tensor::empty(device.sizes(), device.dtype());
+  backend::copy_to_host(out.data(), contiguous.data(), out.numel() * out.element_size(), "test");
+  return out;
+}
+
+// ---------------------------------------------------------------- comparison
+
+// Within atol + rtol * |expected| per real part; NaN matches NaN, an infinity
+// the same infinity.
+::testing::AssertionResult close_values(const TensorView& actual, const TensorView& expected, double rtol,
+                                        double atol) {
+  if (actual.sizes() != expected.sizes()) {
+    return ::testing::AssertionFailure() << "shape " << actual.sizes().str() << " vs " << expected.sizes().str();
+  }
+  ::testing::AssertionResult result = ::testing::AssertionSuccess();
+  int reported = 0;
+  visit_dtype(actual.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto parts = [](const T& v) -> std::pair<double, double> {
+      if constexpr (is_complex_type_v<T>) {
+        return {static_cast<double>(v.re), static_cast<double>(v.im)};
+      } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+        return {static_cast<double>(static_cast<float>(v)), 0.0};
+      } else {
+        return {static_cast<double>(v), 0.0};
+      }
+    };
+    auto near = [&](double a, double e) {
+      if (std::isnan(e)) return std::isnan(a);
+      if (std::isinf(e)) return a == e;
+      return std::abs(a - e) <= atol + rtol * std::abs(e);
+    };
+    for_each_coord(actual.sizes(), [&](const int64_t* c) {
+      const auto [ar, ai] = parts(load<T>(actual, c));
+      const auto [er, ei] = parts(load<T>(expected, c));
+      if (!near(ar, er) || !near(ai, ei)) {
+        if (reported++ < 5) {
+          result = ::testing::AssertionFailure();
+          result << "at element offset " << element_offset(expected, c) << ": got (" << ar << ", " << ai
+                 << "), expected (" << er << ", " << ei << ")\n";
+        }
+      }
+    });
+  });
+  return result;
+}
+
+// Float / complex sums and means fold in arrival order with atomics.
+bool order_dependent(DType dtype, Reduce reduce) {
+  const bool real_or_complex = scatterx::is_floating_point(dtype) || scatterx::is_complex(dtype);
+  return real_or_complex && (reduce == Reduce::Sum || reduce == Reduce::Mean);
+}
+
+::testing::AssertionResult matches(const TensorView& actual, const TensorView& expected, Reduce reduce,
+                                   bool deterministic) {
+  if (deterministic || !order_dependent(actual.dtype(), reduce)) return same_values(actual, expected);
+  switch (actual.dtype()) {
+    case DType::Float16:
+    case DType::BFloat16:
+      return close_values(actual, expected, 5e-2, 5e-2);
+    case DType::Float32:
+    case DType::Complex64:
+      return close_values(actual, expected, 1e-4, 1e-4);
+    default:
+      return close_values(actual, expected, 1e-10, 1e-10);
+  }
+}
+
+// ---------------------------------------------------------------- fixtures
+
+class CudaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (sxc::device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  }
+  void TearDown() override {
+    sxc::set_deterministic(false);
+    sxc::set_index_checks(true);
+  }
+};
+
+using CudaParam = std::tuple<OpParam, bool>;  // (op parameters, deterministic)
+
+std::string cuda_param_name(const ::testing::TestParamInfo<CudaParam>& info) {
+  return std::get<0>(info.param).name + (std::get<1>(info.param) ? "_Deterministic" : "_Atomic");
+}
+
+ParamSpec spec_of(std::vector<Reduce> reduces, bool vary_include_self, const char* variant_off = nullptr,
+                  const char* variant_on = nullptr) {
+  ParamSpec spec;
+  spec.reduces = std::move(reduces);
+  spec.name_reduce = spec.reduces.size() > 1 || spec.reduces[0] != Reduce::None;
+  spec.vary_include_self = vary_include_self;
+  spec.variant_names[0] = variant_off;
+  spec.variant_names[1] = variant_on;
+  return spec;
+}
+
+// Every op parameter, in the atomic and the deterministic mode (or one).
+auto in_modes(const ParamSpec& spec, std::vector<bool> deterministic = {false, true}) {
+  return ::testing::Combine(::testing::ValuesIn(make_params(spec)), ::testing::ValuesIn(deterministic));
+}
+
+class CudaOpSuite : public ::testing::TestWithParam<CudaParam> {
+ protected:
+  void SetUp() override {
+    if (sxc::device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+    sxc::set_deterministic(deterministic());
+  }
+  void TearDown() override { sxc::set_deterministic(false); }
+  const OpParam& op() const { return std::get<0>(GetParam()); }
+  bool deterministic() const { return std::get<1>(GetParam()); }
+};
+
+struct Shapes {
+  Shape self;
+  Shape index;
+  Shape src;
+  int64_t dim = 0;
+  int64_t bound = 0;
+};
+
+// As scatter_test.cpp's: index no larger than src anywhere nor than self off
+// dim; heavy duplicates put many positions on one or two slots.
+Shapes random_shapes(Rng& rng, int rank, bool heavy) {
+  Shapes s;
+  if (rank == 0) {
+    s.bound = 1;
+    return s;
+  }
+  static const int64_t kMaxSize[] = {0, 300, 24, 9, 6};
+  const int64_t max_size = kMaxSize[rank];
+  const int64_t dim = rng.uniform(0, rank - 1);
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t n = rng.uniform(1, max_size);
+    if (d == dim && heavy) n = rng.uniform(max_size, 3 * max_size);
+    s.index.push_back(n);
+    s.src.push_back(n + (rng.chance(0.5) ? 0 : rng.uniform(1, 2)));
+    s.self.push_back(d == dim ? (heavy ? rng.uniform(1, 2) : rng.uniform(1, max_size))
+                              : n + (rng.chance(0.5) ? 0 : rng.uniform(1, 2)));
+  }
+  s.bound = s.self[dim];
+  s.dim = rng.chance(0.35) ? dim - rank : dim;
+  return s;
+}
+
+// ---------------------------------------------------------------- scatter
+
+using CudaScatterReduce = CudaOpSuite;
+TEST_P(CudaScatterReduce, MatchesReference) {
+  const OpParam& p = op();
+  const ValueOptions values = value_options_for(p.reduce);
+  run_cases(20, [&](Rng& rng, int case_number) {
+    const int rank = case_number == 0 ? 0 : static_cast<int>(rng.uniform(1, 4));
+    const bool heavy = rng.chance(0.3);
+    const Shapes s = random_shapes(rng, rank, heavy);
+    Buf self = random_buf(s.self, p.dtype, random_layout(rng, false), rng, values);
+    Buf index = index_buf(s.index, p.index_dtype, random_layout(rng, true), rng, 0,
+                          (heavy ? std::min<int64_t>(s.bound, 2) : s.bound) - 1);
+    Buf src = random_buf(s.src, p.dtype, random_layout(rng, true), rng, values);
+    const Tensor expected = ref::scatter_reduce(self.view, s.dim, index.view, src.view, p.reduce, p.include_self);
+    self.take_snapshot();
+    DeviceBuf dself = to_device(self);
+    const DeviceBuf dindex = to_device(index);
+    const DeviceBuf dsrc = to_device(src);
+    // out of place first (a device clone of self), then in place
+    const Tensor copy = scatterx::scatter_reduce(dself.view, s.dim, dindex.view, dsrc.view, p.reduce, p.include_self);
+    EXPECT_TRUE(matches(to_host(copy), expected, p.reduce, deterministic())) << "scatter_reduce";
+    scatterx::scatter_reduce_(dself.view, s.dim, dindex.view, dsrc.view, p.reduce, p.include_self);
+    to_host(dself, self);
+    EXPECT_TRUE(matches(self.view, expected, p.reduce, deterministic())) << "scatter_reduce_";
+    EXPECT_TRUE(self.unchanged_outside_view());
+  });
+}
+INSTANTIATE_TEST_SUITE_P(Cuda, CudaScatterReduce,
+                         in_modes(spec_of({Reduce::Sum, Reduce::Prod, Reduce::Mean, Reduce::Amax, Reduce::Amin}, true)),
+                         cuda_param_name);
+
+// scatter_ (src and value forms) and scatter_add_. Reduce::None with
+// duplicate indices leaves "last in index order wins" to the deterministic
+// mode (the atomic mode, like torch, writes one of them), so its atomic
+// cases use indices without duplicates along dim.
+using CudaScatter = CudaOpSuite;
+TEST_P(CudaScatter, MatchesReference) {
+  const OpParam& p = op();
+  const ValueOptions values = value_options_for(p.reduce);
+  run_cases(20, [&](Rng& rng, int case_number) {
+    const int rank = case_number == 0 ? 0 : static_cast<int>(rng.uniform(1, 4));
+    const bool unique = p.reduce == Reduce::None && !deterministic();
+    const bool heavy = !unique && rng.chance(0.3);
+    Shapes s = random_shapes(rng, rank, heavy);
+    Buf self = random_buf(s.self, p.dtype, random_layout(rng, false), rng, values);
+    Buf index =
+        index_buf(s.index, p.index_dtype, kContiguous, rng, 0, (heavy ? std::min<int64_t>(s.bound, 2) : s.bound) - 1);
+    if (unique && rank > 0) {
+      // along dim, each line of index takes distinct values: a prefix of a permutation
+      const int64_t d = s.dim < 0 ? s.dim + rank : s.dim;
+      Shape line_shape = index.view.sizes();
+      const int64_t k = std::min(line_shape[d], s.bound);
+      line_shape[d] = k;
+      index = index_buf(line_shape, p.index_dtype, kContiguous, rng, 0, 0);
+      for_each_coord(line_shape, [&](const int64_t* c) {
+        if (c[d] != 0) return;
+        std::vector<int64_t> perm(static_cast<size_t>(s.bound));
+        for (int64_t v = 0; v < s.bound; ++v) perm[static_cast<size_t>(v)] = v;
+        for (int64_t v = s.bound - 1; v > 0; --v) std::swap(perm[static_cast<size_t>(v)], perm[rng.uniform(0, v)]);
+        int64_t at[scatterx::kMaxDims];
+        std::copy(c, c + rank, at);
+        for (int64_t i = 0; i < k; ++i) {
+          at[d] = i;
+          visit_index_dtype(p.index_dtype, [&](auto tag) {
+            using I = typename decltype(tag)::type;
+            store<I>(index.view, at, static_cast<I>(perm[static_cast<size_t>(i)]));
+          });
+        }
+      });
+    }
+    Buf src = random_buf(s.src, p.dtype, random_layout(rng, true), rng, values);
+    const Scalar value = random_scalar(p.dtype, rng);
+    const bool value_form = p.variant;
+    const Tensor expected = value_form ? ref::scatter_value(self.view, s.dim, index.view, value, p.reduce)
+                                       : ref::scatter(self.view, s.dim, index.view, src.view, p.reduce);
+    self.take_snapshot();
+    DeviceBuf dself = to_device(self);
+    const DeviceBuf dindex = to_device(index);
+    const DeviceBuf dsrc = to_device(src);
+    if (value_form) {
+      scatterx::scatter_(dself.view, s.dim, dindex.view, value, p.reduce);
+    } else if (p.reduce == Reduce::Sum && rng.chance(0.5)) {
+      scatterx::scatter_add_(dself.view, s.dim, dindex.view, dsrc.view);
+    } else {
+      scatterx::scatter_(dself.view, s.dim, dindex.view, dsrc.view, p.reduce);
+    }
+    to_host(dself, self);
+    EXPECT_TRUE(matches(self.view, expected, p.reduce, deterministic()));
+    EXPECT_TRUE(self.unchanged_outside_view());
+  });
+}
+INSTANTIATE_TEST_SUITE_P(Cuda, CudaScatter,
+                         in_modes(spec_of({Reduce::None, Reduce::Sum, Reduce::Prod}, false, "Src", "Value")),
+                         cuda_param_name);
+
+// index_add_ (alpha 1 and others) and index_reduce_.
+using CudaIndexOps = CudaOpSuite;
+TEST_P(CudaIndexOps, MatchesReference) {
+  const OpParam& p = op();
+  const ValueOptions values = value_options_for(p.reduce);
+  run_cases(20, [&](Rng& rng, int case_number) {
+    const int rank = case_number == 0 ? 0 : static_cast<int>(rng.uniform(1, 4));
+    const bool heavy = rng.chance(0.3);
+    const Shapes s = random_shapes(rng, rank, heavy);
+    const int64_t d = rank == 0 ? 0 : (s.dim < 0 ? s.dim + rank : s.dim);
+    Shape source_shape = s.self;
+    const int64_t n_index = rank == 0 ? 1 : s.index[d];
+    if (rank > 0) source_shape[d] = n_index;
+    Buf self = random_buf(s.self, p.dtype, random_layout(rng, false), rng, values);
+    Buf index = index_buf(rank == 0 ? Shape{} : Shape{n_index}, p.index_dtype, random_layout(rng, true), rng, 0,
+                          (heavy ? std::min<int64_t>(s.bound, 2) : s.bound) - 1);
+    Buf source = random_buf(source_shape, p.dtype, random_layout(rng, true), rng, values);
+    const Scalar alpha = p.variant ? other_alpha(p.dtype, rng) : one_alpha(p.dtype);
+    const bool add = p.reduce == Reduce::Sum;
+    const Tensor expected =
+        add ? ref::index_add(self.view, s.dim, index.view, source.view, alpha)
+            : ref::index_reduce(self.view, s.dim, index.view, source.view, p.reduce, p.include_self);
+    self.take_snapshot();
+    DeviceBuf dself = to_device(self);
+    const DeviceBuf dindex = to_device(index);
+    const DeviceBuf dsource = to_device(source);
+    if (add) {
+      scatterx::index_add_(dself.view, s.dim, dindex.view, dsource.view, alpha);
+    } else {
+      scatterx::index_reduce_(dself.view, s.dim, dindex.view, dsource.view, p.reduce, p.include_self);
+    }
+    to_host(dself, self);
+    EXPECT_TRUE(matches(self.view, expected, p.reduce, deterministic()));
+    EXPECT_TRUE(self.unchanged_outside_view());
+  });
+}
+INSTANTIATE_TEST_SUITE_P(CudaIndexAdd, CudaIndexOps, in_modes(spec_of({Reduce::Sum}, false, "AlphaOne", "Alpha")),
+                         cuda_param_name);
+INSTANTIATE_TEST_SUITE_P(CudaIndexReduce, CudaIndexOps,
+                         in_modes(spec_of({Reduce::Prod, Reduce::Mean, Reduce::Amax, Reduce::Amin}, true)),
+                         cuda_param_name);
+
+// ---------------------------------------------------------------- gather
+
+using CudaGather = CudaOpSuite;
+TEST_P(CudaGather, MatchesReference) {
+  const OpParam& p = op();
+  run_cases(20, [&](Rng& rng, int case_number) {
+    const int rank = case_number == 0 ? 0 : static_cast<int>(rng.uniform(1, 4));
+    const Shapes s = random_shapes(rng, rank, rng.chance(0.2));
+    const bool select = p.variant;
+    const int64_t d = rank == 0 ? 0 : (s.dim < 0 ? s.dim + rank : s.dim);
+    Buf input = random_buf(s.self, p.dtype, random_layout(rng, false), rng);
+    const Shape index_shape = select ? (rank == 0 ? Shape{} : Shape{s.index[d]}) : s.index;
+    Shape gather_index_shape = index_shape;
+    if (!select) {
+      for (int64_t i = 0; i < rank; ++i) {
+        if (i != d) gather_index_shape[i] = std::min(gather_index_shape[i], s.self[i]);
+      }
+    }
+    Buf index = index_buf(gather_index_shape, p.index_dtype, random_layout(rng, true), rng, 0, s.bound - 1);
+    const Tensor expected =
+        select ? ref::index_select(input.view, s.dim, index.view) : ref::gather(input.view, s.dim, index.view);
+    const DeviceBuf dinput = to_device(input);
+    const DeviceBuf dindex = to_device(index);
+    const Tensor out = select ? scatterx::index_select(dinput.view, s.dim, dindex.view)
+                              : scatterx::gather(dinput.view, s.dim, dindex.view);
+    EXPECT_TRUE(out.device() == kGpu);
+    EXPECT_TRUE(same_values(to_host(out), expected));
+  });
+}
+INSTANTIATE_TEST_SUITE_P(Cuda, CudaGather, in_modes(spec_of({Reduce::None}, false, "Gather", "IndexSelect"), {false}),
+                         cuda_param_name);
+
+// Rows of every byte width (1 to 16-byte vectors) and misaligned starts.
+TEST_F(CudaTest, IndexSelectRowWidths) {
+  Rng rng(7);
+  for (int64_t row : {1, 3, 4, 8, 12, 16, 33, 128, 1000}) {
+    for (int64_t start : {0, 1}) {
+      SCOPED_TRACE("row " + std::to_string(row) + ", start " + std::to_string(start));
+      Buf input = random_buf({50, row + start}, DType::Float32, kContiguous, rng);
+      const TensorView rows = input.view.slice(1, start, row + start);
+      Buf index = index_buf({70}, DType::Int64, kContiguous, rng, 0, 49);
+      const Tensor expected = ref::index_select(rows, 0, index.view);
+      const DeviceBuf dinput = to_device(input);
+      const DeviceBuf dindex = to_device(index);
+      const TensorView drows = dinput.view.slice(1, start, row + start);
+      EXPECT_TRUE(same_values(to_host(scatterx::index_select(drows, 0, dindex.view)), expected));
+    }
+  }
+}
+
+// ---------------------------------------------------------------- errors
+
+TEST_F(CudaTest, OutOfRangeIndexRaisesTheCpuErrorAndWritesNothing) {
+  Rng rng(11);
+  Buf self = random_buf({4, 5}, DType::Float32, kContiguous, rng);
+  Tensor index = make_tensor<int64_t>({2, 5}, {0, 1, 2, 3, 0, 1, 2, 4, 3, 2});
+  Buf src = random_buf({2, 5}, DType::Float32, kContiguous, rng);
+  const std::string cpu_message =
+      error_message<scatterx::IndexError>([&] { (void)scatterx::scatter_add(self.view, 0, index, src.view); });
+  ASSERT_FALSE(cpu_message.empty());
+  self.take_snapshot();
+  DeviceBuf dself = to_device(self);
+  Buf index_buf_host{index, index, kContiguous, {}};
+  const DeviceBuf dindex = to_device(index_buf_host);
+  const DeviceBuf dsrc = to_device(src);
+  // the same message as the CPU's, out of place and in place
+  EXPECT_EQ(
+      error_message<scatterx::IndexError>([&] { (void)scatterx::scatter_add(dself.view, 0, dindex.view, dsrc.view); }),
+      cpu_message);
+  const std::string detail = cpu_message.substr(cpu_message.find(':'));
+  EXPECT_EQ(error_message<scatterx::IndexError>([&] { scatterx::scatter_add_(dself.view, 0, dindex.view, dsrc.view); }),
+            "scatter_add_" + detail);
+  to_host(dself, self);
+  EXPECT_TRUE(self.unchanged());
+  // The GPU is still usable: a valid op right after works.
+  Tensor good = make_tensor<int64_t>({2, 5}, {0, 1, 2, 3, 0, 1, 2, 3, 3, 2});
+  Buf good_host{good, good, kContiguous, {}};
+  const DeviceBuf dgood = to_device(good_host);
+  const Tensor expected = ref::scatter_reduce(self.view, 0, good, src.view, Reduce::Sum, true);
+  scatterx::scatter_add_(dself.view, 0, dgood.view, dsrc.view);
+  to_host(dself, self);
+  EXPECT_TRUE(matches(self.view, expected, Reduce::Sum, false));
+  EXPECT_NO_THROW(sxc::synchronize());
+}
+
+TEST_F(CudaTest, GatherOutOfRangeRaisesIndexError) {
+  Rng rng(12);
+  Buf input = random_buf({6, 3}, DType::Int32, kContiguous, rng);
+  Tensor index = make_tensor<int32_t>({3}, {0, -1, 2});
+  Buf index_host{index, index, kContiguous, {}};
+  const DeviceBuf dinput = to_device(input);
+  const DeviceBuf dindex = to_device(index_host);
+  expect_error<scatterx::IndexError>(
+      [&] { (void)scatterx::index_select(dinput.view, 0, dindex.view); },
+      {"index_select: index -1 is out of bounds for dimension 0 with size 6", "(index position [1])"});
+}
+
+// Unchecked: no host synchronization, no error; out-of-range positions are
+// skipped, every other destination is right, and nothing faults.
+TEST_F(CudaTest, UncheckedModeSkipsBadIndices) {
+  sxc::set_index_checks(false);
+  Tensor self = make_tensor<float>({3}, {1, 1, 1});
+  Tensor index = make_tensor<int64_t>({4}, {0, 7, 2, -3});
+  Tensor src = make_tensor<float>({4}, {10, 20, 30, 40});
+  Buf self_host{self, self, kContiguous, {}};
+  Buf index_host{index, index, kContiguous, {}};
+  Buf src_host{src, src, kContiguous, {}};
+  DeviceBuf dself = to_device(self_host);
+  const DeviceBuf dindex = to_device(index_host);
+  const DeviceBuf dsrc = to_device(src_host);
+  EXPECT_NO_THROW(scatterx::scatter_add_(dself.view, 0, dindex.view, dsrc.view));
+  EXPECT_NO_THROW(sxc::synchronize());
+  to_host(dself, self_host);
+  EXPECT_TRUE(same_values(self, make_tensor<float>({3}, {11, 1, 31})));
+}
+
+TEST_F(CudaTest, MixedDevicesAreRefused) {
+  Tensor self = Tensor::zeros({4}, DType::Float32, kGpu);
+  Tensor index = make_tensor<int64_t>({2}, {0, 1});
+  Tensor src = Tensor::zeros({2}, DType::Float32, kGpu);
+  expect_error<scatterx::ArgumentError>([&] { scatterx::scatter_add_(self, 0, index, src); },
+                                        {"scatter_add_: expected index on self's device cuda:0, got cpu"});
+}
+
+// ---------------------------------------------------------------- streams, determinism
+
+TEST_F(CudaTest, RunsOnTheCurrentStream) {
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  Rng rng(13);
+  Buf input = random_buf({1000, 64}, DType::Float32, kContiguous, rng);
+  Buf index = index_buf({5000}, DType::Int64, kContiguous, rng, 0, 999);
+  const Tensor expected = ref::index_select(input.view, 0, index.view);
+  {
+    sxc::StreamGuard guard(stream);
+    EXPECT_EQ(sxc::current_stream(), static_cast<void*>(stream));
+    const DeviceBuf dinput = to_device(input);
+    const DeviceBuf dindex = to_device(index);
+    const Tensor out = scatterx::index_select(dinput.view, 0, dindex.view);
+    sxc::synchronize();
+    EXPECT_TRUE(same_values(to_host(out), expected));
+  }
+  EXPECT_EQ(sxc::current_stream(), nullptr);
+  ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
+// Deterministic mode: float sums bit-identical run to run and equal to the
+// CPU backend's, on heavily contended indices.
+TEST_F(CudaTest, DeterministicSumsAreBitIdenticalToTheCpu) {
+  sxc::set_deterministic(true);
+  Rng rng(14);
+  Buf self = random_buf({16, 8}, DType::Float32, kContiguous, rng);
+  Buf index = index_buf({20000, 8}, DType::Int64, kContiguous, rng, 0, 15);
+  Buf src = random_buf({20000, 8}, DType::Float32, kContiguous, rng);
+  const Tensor cpu = scatterx::scatter_reduce(self.view, 0, index.view, src.view, Reduce::Sum);
+  const DeviceBuf dself = to_device(self);
+  const DeviceBuf dindex = to_device(index);
+  const DeviceBuf dsrc = to_device(src);
+  for (int run = 0; run < 3; ++run) {
+    const Tensor gpu = scatterx::scatter_reduce(dself.view, 0, dindex.view, dsrc.view, Reduce::Sum);
+    EXPECT_TRUE(same_values(to_host(gpu), cpu)) << "run " << run;
+  }
+}
+
+}  // namespace
+}  // namespace sxt
