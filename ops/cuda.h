@@ -37,6 +37,10 @@ int device_count();
 // default stream).
 void* current_stream();
 
+// Makes `stream` the calling thread's current stream (the Python bindings
+// set the caller's torch / CuPy stream before each op).
+void set_current_stream(void* stream);
+
 // Makes `stream` the calling thread's current stream until destroyed.
 class StreamGuard {
  public:

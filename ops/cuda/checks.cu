@@ -31,16 +31,26 @@ void check_index_bounds(const char* op, const TensorView& index, int64_t dim, in
   const int64_t total = index.numel();
   if (total == 0 || !scatterx::cuda::index_checks()) return;
   DeviceGuard guard(index.device(), op);
-  const TensorView* views[1] = {&index};
+  // Dims of stride 0 repeat values (an expanded index): only the others are
+  // walked. The first bad position in that walk, with 0 in the skipped dims,
+  // is also the first in row-major order over the whole shape.
   const Shape& shape = index.sizes();
-  const StridedLayout<1> layout = layout_of<1>(shape, views);
+  StridedLayout<1> layout;
+  Shape walked_dims;
+  for (int64_t d = 0; d < shape.size(); ++d) {
+    if (index.strides()[d] == 0 && shape[d] > 1) continue;
+    const int64_t stride[1] = {index.strides()[d]};
+    layout.push(shape[d], stride);
+    walked_dims.push_back(d);
+  }
+  const int64_t walked = layout.numel();
   std::shared_ptr<void> flag = allocate(sizeof(unsigned long long), index.device(), op);
   auto* first = static_cast<unsigned long long*>(flag.get());
   check(cudaMemsetAsync(first, 0xff, sizeof(unsigned long long), stream()), op, "cudaMemsetAsync");
   dispatch_index_dtype(index.dtype(), op, [&](auto tag) {
     using I = typename decltype(tag)::type;
-    find_first_bad_index<I><<<blocks_for(total), kThreads, 0, stream()>>>(static_cast<const I*>(index.data()), layout,
-                                                                          total, bound, first);
+    find_first_bad_index<I><<<blocks_for(walked), kThreads, 0, stream()>>>(static_cast<const I*>(index.data()), layout,
+                                                                           walked, bound, first);
     check_launch(op, "find_first_bad_index");
   });
   unsigned long long found = 0;
@@ -57,10 +67,11 @@ void check_index_bounds(const char* op, const TensorView& index, int64_t dim, in
     value = static_cast<int64_t>(v);
   });
   Shape position = shape;
+  for (int64_t d = 0; d < shape.size(); ++d) position[d] = 0;
   int64_t rest = static_cast<int64_t>(found);
-  for (int64_t d = shape.size() - 1; d >= 0; --d) {
-    position[d] = rest % shape[d];
-    rest /= shape[d];
+  for (int64_t w = walked_dims.size() - 1; w >= 0; --w) {
+    position[walked_dims[w]] = rest % layout.sizes[w];
+    rest /= layout.sizes[w];
   }
   raise<IndexError>(op, "index ", value, " is out of bounds for dimension ", dim, " with size ", bound,
                     " (index position ", position.str(), ")");

@@ -10,6 +10,7 @@ namespace cuda {
 bool is_built() { return false; }
 int device_count() { return 0; }
 void* current_stream() { return nullptr; }
+void set_current_stream(void*) {}
 StreamGuard::StreamGuard(void* stream) : previous_(stream) {}
 StreamGuard::~StreamGuard() = default;
 void synchronize() {}

@@ -27,6 +27,7 @@ int device_count() {
 }
 
 void* current_stream() { return g_current_stream; }
+void set_current_stream(void* stream) { g_current_stream = static_cast<cudaStream_t>(stream); }
 
 StreamGuard::StreamGuard(void* stream) : previous_(g_current_stream) {
   g_current_stream = static_cast<cudaStream_t>(stream);

@@ -11,6 +11,7 @@ forms end with an underscore. ``scatterx.torch`` holds the autograd
 Functions used when a torch input requires grad.
 """
 
+from . import cuda
 from ._C import __version__
 from ._ops import (
     gather,
@@ -29,6 +30,7 @@ from ._ops import (
 
 __all__ = [
     "__version__",
+    "cuda",
     "gather",
     "index_select",
     "scatter",

@@ -1,9 +1,12 @@
 """The local ops with torch's names, argument order and keywords.
 
 Arrays travel to the compiled core through DLPack, without copies: numpy
-arrays and torch tensors (any strides, read-only inputs too). The result is
-the same kind of array as the main input (torch in, torch out; numpy in,
-numpy out); in-place forms write into the caller's array and return it.
+arrays, torch tensors and, with a CUDA build (see ``scatterx.cuda``), torch
+CUDA tensors and CuPy arrays (any strides, read-only inputs too). The result
+is the same kind of array as the main input (torch in, torch out; numpy in,
+numpy out; CuPy in, CuPy out) on the same device; in-place forms write into
+the caller's array and return it. CUDA ops run on the caller's current torch
+or CuPy stream and do not wait for it.
 
 Errors raise IndexError (an index out of range), TypeError (a dtype) or
 ValueError (any other bad argument), with the core's message:
@@ -43,8 +46,24 @@ def _is_torch(x) -> bool:
     return torch is not None and isinstance(x, torch.Tensor)
 
 
+def _is_cupy(x) -> bool:
+    cupy = sys.modules.get("cupy")
+    return cupy is not None and isinstance(x, cupy.ndarray)
+
+
 def _framework(x):
-    return _C.Framework.Torch if _is_torch(x) else _C.Framework.NumPy
+    if _is_torch(x):
+        return _C.Framework.Torch
+    return _C.Framework.CuPy if _is_cupy(x) else _C.Framework.NumPy
+
+
+def _use_stream_of(x) -> None:
+    """Makes the array's current CUDA stream (torch's or CuPy's) the one the core enqueues on."""
+    if _is_torch(x):
+        if x.is_cuda:
+            _C.cuda_set_current_stream(_torch().cuda.current_stream(x.device).cuda_stream)
+    elif _is_cupy(x):
+        _C.cuda_set_current_stream(sys.modules["cupy"].cuda.get_current_stream().ptr)
 
 
 def _needs_grad(*arrays) -> bool:
@@ -65,8 +84,12 @@ def _raw(x, op: str, name: str):
             x = x.detach()
         if x.is_conj() or x.is_neg():
             x = x.resolve_conj().resolve_neg()
+        _use_stream_of(x)
         return x
-    if isinstance(x, np.ndarray) or hasattr(x, "__dlpack__"):
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "__dlpack__"):
+        _use_stream_of(x)
         return x
     raise TypeError(f"{op}: expected {name} to be a numpy array or a torch tensor, got {type(x).__name__}")
 

@@ -25,7 +25,7 @@ using InArray = nb::ndarray<nb::ro>;
 using OutArray = nb::ndarray<>;
 
 // Which framework a result is handed back as: the one of the main input.
-enum class Framework : int { NumPy = 0, Torch = 1 };
+enum class Framework : int { NumPy = 0, Torch = 1, CuPy = 2 };
 
 inline DType dtype_of(const nb::dlpack::dtype& dt, const char* op, const char* name) {
   using Code = nb::dlpack::dtype_code;
@@ -125,7 +125,9 @@ inline TensorView view_of(const Array& a, const char* op, const char* name) {
                     device_of(a.device_type(), a.device_id(), op, name));
 }
 
-// Hands a result to Python without copying: the capsule owns the Tensor.
+// Hands a result to Python without copying: the capsule owns the Tensor
+// (host or device memory; a CUDA result goes back as a torch CUDA tensor or a
+// CuPy array).
 inline nb::object to_python(Tensor&& result, Framework framework) {
   auto* owned = new Tensor(std::move(result));
   nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
@@ -133,10 +135,17 @@ inline nb::object to_python(Tensor&& result, Framework framework) {
   for (int64_t d = 0; d < owned->dim(); ++d) shape[d] = static_cast<size_t>(owned->size(d));
   const nb::dlpack::dtype dt = dlpack_dtype(owned->dtype());
   const size_t ndim = static_cast<size_t>(owned->dim());
+  const bool cuda = owned->device().is_cuda();
+  const int32_t device_type = cuda ? nb::device::cuda::value : nb::device::cpu::value;
+  const int32_t device_id = cuda ? owned->device().index : 0;
+  const int64_t* strides = owned->strides().data();
   if (framework == Framework::Torch) {
-    return nb::cast(nb::ndarray<nb::pytorch>(owned->data(), ndim, shape, owner, owned->strides().data(), dt));
+    return nb::cast(nb::ndarray<nb::pytorch>(owned->data(), ndim, shape, owner, strides, dt, device_type, device_id));
   }
-  return nb::cast(nb::ndarray<nb::numpy>(owned->data(), ndim, shape, owner, owned->strides().data(), dt));
+  if (framework == Framework::CuPy) {
+    return nb::cast(nb::ndarray<nb::cupy>(owned->data(), ndim, shape, owner, strides, dt, device_type, device_id));
+  }
+  return nb::cast(nb::ndarray<nb::numpy>(owned->data(), ndim, shape, owner, strides, dt));
 }
 
 // Runs f with the GIL released: kernels never touch Python objects.

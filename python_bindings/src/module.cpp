@@ -67,7 +67,22 @@ NB_MODULE(_C, m) {
     }
   });
 
-  nb::enum_<Framework>(m, "Framework").value("NumPy", Framework::NumPy).value("Torch", Framework::Torch);
+  nb::enum_<Framework>(m, "Framework")
+      .value("NumPy", Framework::NumPy)
+      .value("Torch", Framework::Torch)
+      .value("CuPy", Framework::CuPy);
+
+  // The CUDA backend's controls (ops/cuda.h); scatterx/cuda.py wraps them.
+  m.def("cuda_is_built", &scatterx::cuda::is_built, "Whether this build has the CUDA backend.");
+  m.def("cuda_device_count", &scatterx::cuda::device_count, "CUDA devices visible (0 without the backend).");
+  m.def(
+      "cuda_set_current_stream",
+      [](uintptr_t stream) { scatterx::cuda::set_current_stream(reinterpret_cast<void*>(stream)); }, nb::arg("stream"),
+      "Makes a cudaStream_t (as an int) this thread's current stream for the next ops.");
+  m.def("cuda_set_deterministic", &scatterx::cuda::set_deterministic, nb::arg("on"));
+  m.def("cuda_deterministic", &scatterx::cuda::deterministic);
+  m.def("cuda_set_index_checks", &scatterx::cuda::set_index_checks, nb::arg("on"));
+  m.def("cuda_index_checks", &scatterx::cuda::index_checks);
 
   m.def(
       "gather",

@@ -16,7 +16,8 @@ PACKAGE_DIR = pathlib.Path(scatterx.__file__).parent
 
 
 def test_public_api():
-    assert sorted(scatterx.__all__) == sorted(PUBLIC + ["__version__"])
+    assert sorted(scatterx.__all__) == sorted(PUBLIC + ["__version__", "cuda"])
+    assert callable(scatterx.cuda.is_built) and callable(scatterx.cuda.set_deterministic)
     for name in PUBLIC:
         f = getattr(scatterx, name)
         assert callable(f) and f.__doc__, name

@@ -1,0 +1,49 @@
+"""The CUDA backend's switches (ops/cuda.h), for builds that have it.
+
+The ops themselves need nothing from here: torch CUDA tensors and CuPy arrays
+go to the GPU kernels, on the caller's current stream. A wheel has the backend
+when built with ``pip install . -Ccmake.define.SCATTERX_WITH_CUDA=ON`` (needs
+nvcc); ``is_built()`` says whether this one does.
+"""
+
+from __future__ import annotations
+
+from . import _C
+
+__all__ = ["is_built", "device_count", "set_deterministic", "deterministic", "set_index_checks", "index_checks"]
+
+
+def is_built() -> bool:
+    """Whether this build of scatterx has the CUDA backend."""
+    return _C.cuda_is_built()
+
+
+def device_count() -> int:
+    """CUDA devices scatterx sees (0 without the backend, a driver or a GPU)."""
+    return _C.cuda_device_count()
+
+
+def set_deterministic(on: bool) -> None:
+    """Scatters without atomics: each destination folds its values in index order.
+
+    Float sums and means then equal the CPU's bit for bit, run after run (as
+    torch.use_deterministic_algorithms does for torch's ops), at some cost in time.
+    """
+    _C.cuda_set_deterministic(bool(on))
+
+
+def deterministic() -> bool:
+    return _C.cuda_deterministic()
+
+
+def set_index_checks(on: bool) -> None:
+    """Off: no bounds pass and no stream synchronization per op.
+
+    For callers that validate their indices: an out-of-range index is then
+    skipped instead of raising IndexError (never a device-side assert).
+    """
+    _C.cuda_set_index_checks(bool(on))
+
+
+def index_checks() -> bool:
+    return _C.cuda_index_checks()

@@ -1,0 +1,121 @@
+"""scatterx on torch CUDA tensors and CuPy arrays, against torch's own CUDA ops.
+
+Runs where the package was built with the CUDA backend and a GPU is visible
+(scripts/gpu_suite.sh's machines); elsewhere every GPU test skips and says
+why. test_switches_without_backend runs everywhere.
+"""
+
+import numpy as np
+import pytest
+
+import scatterx
+
+from conftest import import_torch
+
+NO_GPU = "needs a scatterx build with the CUDA backend and a visible GPU"
+
+
+def gpu_torch():
+    torch = import_torch()
+    if not scatterx.cuda.is_built() or scatterx.cuda.device_count() == 0 or not torch.cuda.is_available():
+        pytest.skip(NO_GPU)
+    return torch
+
+
+def test_switches_without_backend():
+    if scatterx.cuda.is_built():
+        pytest.skip("this build has the CUDA backend")
+    assert scatterx.cuda.device_count() == 0
+    assert scatterx.cuda.index_checks()
+    assert not scatterx.cuda.deterministic()
+
+
+REDUCES = ["sum", "prod", "mean", "amax", "amin"]
+DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "int64"]
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", REDUCES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scatter_reduce_matches_torch(dtype, reduce, include_self, deterministic):
+    torch = gpu_torch()
+    dt = getattr(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    self_ = (torch.rand(40, 9, device="cuda", generator=gen) * 4 + 0.5).to(dt)
+    src = (torch.rand(300, 9, device="cuda", generator=gen) * 4 + 0.5).to(dt)
+    index = torch.randint(0, 40, (300, 9), device="cuda", generator=gen)
+    expected = self_.scatter_reduce(0, index, src, reduce, include_self=include_self)
+    scatterx.cuda.set_deterministic(deterministic)
+    try:
+        got = scatterx.scatter_reduce(self_, 0, index, src, reduce, include_self=include_self)
+    finally:
+        scatterx.cuda.set_deterministic(False)
+    assert got.is_cuda and got.device == self_.device and got.dtype == dt
+    if dt.is_floating_point and reduce in ("sum", "mean", "prod"):
+        tol = {"float16": 2e-2, "bfloat16": 1e-1}.get(dtype, 1e-5)
+        torch.testing.assert_close(got, expected, rtol=tol, atol=tol)
+    else:
+        assert torch.equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + ["complex64", "bool"])
+def test_gather_index_select_index_add(dtype):
+    torch = gpu_torch()
+    dt = getattr(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    table = (torch.rand(50, 33, device="cuda", generator=gen) * 3).to(dt)
+    rows = torch.randint(0, 50, (70,), device="cuda", generator=gen)
+    assert torch.equal(scatterx.index_select(table, 0, rows), torch.index_select(table, 0, rows))
+    index = torch.randint(0, 50, (20, 33), device="cuda", generator=gen)
+    assert torch.equal(scatterx.gather(table, 0, index), torch.gather(table, 0, index))
+    if dtype != "bool":
+        source = (torch.rand(70, 33, device="cuda", generator=gen) * 3).to(dt)
+        got = scatterx.index_add(table, 0, rows, source)
+        expected = table.index_add(0, rows, source)
+        if dt.is_floating_point or dt.is_complex:
+            torch.testing.assert_close(got, expected, rtol=1e-1 if dt in (torch.float16, torch.bfloat16) else 1e-5,
+                                       atol=1e-1 if dt in (torch.float16, torch.bfloat16) else 1e-5)
+        else:
+            assert torch.equal(got, expected)
+
+
+def test_in_place_writes_the_callers_tensor_on_its_stream():
+    torch = gpu_torch()
+    stream = torch.cuda.Stream()
+    self_ = torch.zeros(1000, 64, device="cuda")
+    src = torch.ones(20000, 64, device="cuda")
+    index = torch.randint(0, 1000, (20000,), device="cuda")
+    expected = torch.zeros(1000, 64, device="cuda").index_add_(0, index, src)
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        out = scatterx.index_add_(self_, 0, index, src)
+    stream.synchronize()
+    assert out is self_
+    torch.testing.assert_close(self_, expected)
+
+
+def test_out_of_range_raises_index_error_and_gpu_stays_usable():
+    torch = gpu_torch()
+    self_ = torch.zeros(4, device="cuda")
+    with pytest.raises(IndexError, match=r"scatter_add_: index 9 is out of bounds for dimension 0 with size 4"):
+        scatterx.scatter_add_(self_, 0, torch.tensor([0, 9], device="cuda"), torch.ones(2, device="cuda"))
+    assert torch.count_nonzero(self_).item() == 0
+    scatterx.scatter_add_(self_, 0, torch.tensor([0, 3], device="cuda"), torch.ones(2, device="cuda"))
+    assert self_.tolist() == [1.0, 0.0, 0.0, 1.0]
+
+
+def test_mixed_devices_are_refused():
+    torch = gpu_torch()
+    with pytest.raises(ValueError, match="expected index on self's device cuda:0, got cpu"):
+        scatterx.scatter_add_(torch.zeros(4, device="cuda"), 0, torch.tensor([0]), torch.ones(1, device="cuda"))
+
+
+def test_cupy_in_cupy_out():
+    gpu_torch()
+    cupy = pytest.importorskip("cupy", reason="cupy not installed")
+    table = cupy.arange(60, dtype=cupy.float32).reshape(20, 3)
+    rows = cupy.asarray(np.array([3, 0, 19], dtype=np.int64))
+    got = scatterx.index_select(table, 0, rows)
+    assert isinstance(got, cupy.ndarray)
+    assert cupy.asnumpy(got).tolist() == cupy.asnumpy(table[rows]).tolist()
