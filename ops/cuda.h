@@ -17,11 +17,13 @@
 // device-side assert), and its destination keeps an unspecified value.
 //
 // Determinism. With set_deterministic(true), scatters never use atomics:
-// each destination is folded by one thread over its values in index order
-// (the CPU backend's order), after a stable radix sort of the positions by
-// destination, so float sums and means are bit-identical run to run and
-// equal to the CPU backend's. The default picks atomics where they are
-// faster and the reduction is order-independent up to float rounding.
+// positions are stably radix-sorted by destination and each destination
+// folds its values in a fixed order, so float sums and means are
+// bit-identical run to run. Element scatters fold in index order, the CPU
+// backend's, and equal it bit for bit; row scatters (index_add_, an expanded
+// index) do too for destinations of up to 64 rows, and fold longer runs in
+// chunks of 64 rows (in parallel), then the chunks in order. The default
+// picks atomics, faster, whose float sums round in arrival order.
 #pragma once
 
 #include <cstdint>

@@ -9,9 +9,11 @@
 //    destination and divides in a last pass. Values arrive in any order, so
 //    float sums round differently from run to run.
 //  - sorted: positions are stably radix-sorted by destination (scatter_sort.cu)
-//    and one thread folds each destination's values in index order: exactly
-//    the CPU backend's result, bit for bit. Used in deterministic mode, and
-//    for the folds no atomic implements (kAtomicFold).
+//    and each destination's values are folded in a fixed order: by one
+//    thread in index order for element scatters (the CPU backend's result,
+//    bit for bit), by warps over columns for row scatters (chunked for long
+//    runs, see run_sorted_rows). Used in deterministic mode, and for the
+//    folds no atomic implements (kAtomicFold).
 #pragma once
 
 #include "ops/cuda.h"
@@ -101,6 +103,86 @@ __global__ void fold_sorted(T* self, const T* src, const IndexGeometry g, const 
   }
 }
 
+// Rows (one index value per row of row_len elements: index_add_, an
+// expanded index): positions are sorted by destination row, and each run of
+// rows is folded by warps whose lanes take consecutive columns. A run longer
+// than kChunkRows is first folded chunk by chunk into partial rows (in
+// parallel), then the partials in chunk order: a fixed order, so results are
+// still the same run to run; runs of kChunkRows or fewer rows fold straight
+// from self in index order, the CPU backend's order.
+constexpr int64_t kChunkRows = 64;
+
+__device__ __forceinline__ int64_t run_of_chunk(const int64_t* chunk_offsets, int64_t runs, int64_t chunk) {
+  int64_t lo = 0;  // the last run whose first chunk is <= chunk (upper bound - 1)
+  int64_t hi = runs;
+  while (lo + 1 < hi) {
+    const int64_t mid = (lo + hi) / 2;
+    if (chunk_offsets[mid] <= chunk) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+template <typename T, Reduce R, bool kScaled>
+__global__ void fold_row_chunks(acc_t<T>* partial, const T* src, const IndexGeometry rows_g, int64_t row_len,
+                                int64_t src_row_stride, const int64_t* positions, Runs runs, acc_t<T> alpha) {
+  using A = acc_t<T>;
+  using Op = ReduceOp<R, A>;
+  const int64_t tiles = (row_len + 31) / 32;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
+  const int lane = threadIdx.x % 32;
+  for (int64_t w = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; w < runs.chunks * tiles;
+       w += warps) {
+    const int64_t chunk = w / tiles;
+    const int64_t j = (w % tiles) * 32 + lane;
+    if (j >= row_len) continue;
+    const int64_t run = run_of_chunk(runs.chunk_offsets, runs.runs, chunk);
+    const int64_t first = runs.offsets[run] + (chunk - runs.chunk_offsets[run]) * kChunkRows;
+    const int64_t last = min(first + kChunkRows, runs.offsets[run] + runs.counts[run]);
+    A acc = Op::identity();
+    for (int64_t s = first; s < last; ++s) {
+      const int64_t at = decode_position(rows_g, positions[s]).positional + j * src_row_stride;
+      acc = Op::combine(acc, load_value<T, kScaled>(src, at, alpha));
+    }
+    partial[chunk * row_len + j] = acc;
+  }
+}
+
+template <typename T, Reduce R, bool kScaled>
+__global__ void fold_row_runs(T* self, const T* src, const acc_t<T>* partial, const IndexGeometry rows_g,
+                              int64_t row_len, int64_t self_row_stride, int64_t src_row_stride,
+                              const int64_t* positions, Runs runs, uint64_t skipped_key, int64_t self_lowest,
+                              bool include_self, acc_t<T> alpha) {
+  using A = acc_t<T>;
+  using Op = ReduceOp<R, A>;
+  const int64_t tiles = (row_len + 31) / 32;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
+  const int lane = threadIdx.x % 32;
+  for (int64_t w = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; w < runs.runs * tiles;
+       w += warps) {
+    const int64_t run = w / tiles;
+    const int64_t j = (w % tiles) * 32 + lane;
+    if (j >= row_len || runs.keys[run] == skipped_key) continue;
+    T* dest = self + (static_cast<int64_t>(runs.keys[run]) + self_lowest) + j * self_row_stride;
+    A acc = include_self ? static_cast<A>(*dest) : Op::identity();
+    const int64_t count = runs.counts[run];
+    if (count <= kChunkRows) {
+      for (int64_t s = runs.offsets[run]; s < runs.offsets[run] + count; ++s) {
+        const int64_t at = decode_position(rows_g, positions[s]).positional + j * src_row_stride;
+        acc = Op::combine(acc, load_value<T, kScaled>(src, at, alpha));
+      }
+    } else {
+      for (int64_t c = runs.chunk_offsets[run]; c < runs.chunk_offsets[run + 1]; ++c) {
+        acc = Op::combine(acc, partial[c * row_len + j]);
+      }
+    }
+    *dest = static_cast<T>(Op::finalize(acc, count + (include_self ? 1 : 0)));
+  }
+}
+
 #undef SCATTERX_GRID_LOOP
 
 template <typename T, Reduce R, typename I, bool kScaled>
@@ -134,7 +216,35 @@ void run_atomic(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& sp
 }
 
 template <typename T, Reduce R, bool kScaled>
+void run_sorted_rows(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& span, acc_t<T> alpha) {
+  using A = acc_t<T>;
+  IndexGeometry rows_g = g;  // one position per row: the index is constant along it
+  rows_g.row_len = 1;
+  const int64_t rows = g.outer_numel * g.k;
+  const SortedPositions sorted = sort_by_destination(a, rows_g, span, rows);
+  const Runs runs = find_runs(a, sorted, rows, kChunkRows);
+  const int64_t tiles = (g.row_len + 31) / 32;
+  std::shared_ptr<void> partial =
+      allocate(std::max<int64_t>(1, runs.chunks * g.row_len) * int64_t{sizeof(A)}, a.self.device(), a.op);
+  auto* partials = static_cast<A*>(partial.get());
+  const T* src = static_cast<const T*>(a.src.data());
+  if (runs.chunks > 0) {
+    fold_row_chunks<T, R, kScaled><<<blocks_for(runs.chunks * tiles * 32), kThreads, 0, stream()>>>(
+        partials, src, rows_g, g.row_len, g.row_stride[1], sorted.positions, runs, alpha);
+    check_launch(a.op, "fold_row_chunks");
+  }
+  fold_row_runs<T, R, kScaled><<<blocks_for(runs.runs * tiles * 32), kThreads, 0, stream()>>>(
+      static_cast<T*>(a.self.data()), src, partials, rows_g, g.row_len, g.row_stride[0], g.row_stride[1],
+      sorted.positions, runs, sorted.skipped_key, span.lowest, a.include_self, alpha);
+  check_launch(a.op, "fold_row_runs");
+}
+
+template <typename T, Reduce R, bool kScaled>
 void run_sorted(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& span, int64_t total, acc_t<T> alpha) {
+  if (g.slice_index && g.row_len > 1) {
+    run_sorted_rows<T, R, kScaled>(a, g, span, alpha);
+    return;
+  }
   const SortedPositions sorted = sort_by_destination(a, g, span, total);
   fold_sorted<T, R, kScaled><<<blocks_for(total), kThreads, 0, stream()>>>(
       static_cast<T*>(a.self.data()), static_cast<const T*>(a.src.data()), g, sorted.keys, sorted.positions, total,

@@ -2,6 +2,8 @@
 // stable radix sort of the positions by them. One translation unit, so CUB
 // compiles once.
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_run_length_encode.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include "ops/cuda/backend.h"
 #include "ops/cuda/common.cuh"
@@ -24,6 +26,13 @@ __global__ void destination_keys(uint64_t* keys, int64_t* positions, const I* in
     const bool in_range = v >= 0 && v < bound;
     keys[u] = in_range ? static_cast<uint64_t>(p.indexed + v * g.dim_stride[0] - self_lowest) : skipped_key;
     positions[u] = u;
+  }
+}
+
+__global__ void chunks_per_run(int64_t* chunks, const int64_t* counts, const int64_t* runs, int64_t chunk) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; r < *runs; r += step) {
+    chunks[r] = counts[r] > chunk ? (counts[r] + chunk - 1) / chunk : 0;
   }
 }
 
@@ -84,6 +93,53 @@ SortedPositions sort_by_destination(const ScatterArgs& a, const IndexGeometry& g
         a.op, "cub::DeviceRadixSort::SortPairs");
   out.keys = keys_out;
   out.positions = positions_out;
+  return out;
+}
+
+Runs find_runs(const ScatterArgs& a, const SortedPositions& sorted, int64_t total, int64_t chunk) {
+  Runs out;
+  const size_t n = static_cast<size_t>(total);
+  const size_t array_bytes = ((n + 1) * 8 + 255) / 256 * 256;  // one more slot: the scans' total
+  size_t encode_bytes = 0;
+  size_t scan_bytes = 0;
+  check(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, sorted.keys, static_cast<uint64_t*>(nullptr),
+                                           static_cast<int64_t*>(nullptr), static_cast<int64_t*>(nullptr), total,
+                                           stream()),
+        a.op, "cub::DeviceRunLengthEncode::Encode");
+  check(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<const int64_t*>(nullptr),
+                                      static_cast<int64_t*>(nullptr), total + 1, stream()),
+        a.op, "cub::DeviceScan::ExclusiveSum");
+  // keys, counts, offsets, chunks per run, chunk offsets, the run count, scratch
+  out.storage =
+      allocate(static_cast<int64_t>(5 * array_bytes + 256 + std::max(encode_bytes, scan_bytes)), a.self.device(), a.op);
+  char* base = static_cast<char*>(out.storage.get());
+  auto* keys = reinterpret_cast<uint64_t*>(base);
+  auto* counts = reinterpret_cast<int64_t*>(base + array_bytes);
+  auto* offsets = reinterpret_cast<int64_t*>(base + 2 * array_bytes);
+  auto* chunks = reinterpret_cast<int64_t*>(base + 3 * array_bytes);
+  auto* chunk_offsets = reinterpret_cast<int64_t*>(base + 4 * array_bytes);
+  auto* runs = reinterpret_cast<int64_t*>(base + 5 * array_bytes);
+  void* scratch = base + 5 * array_bytes + 256;
+  size_t bytes = encode_bytes;
+  check(cub::DeviceRunLengthEncode::Encode(scratch, bytes, sorted.keys, keys, counts, runs, total, stream()), a.op,
+        "cub::DeviceRunLengthEncode::Encode");
+  copy_to_host(&out.runs, runs, sizeof out.runs, a.op);
+  // A zero after the last run, so that the exclusive sums end with the totals.
+  fill_zero(counts + out.runs, sizeof(int64_t), a.op);
+  bytes = scan_bytes;
+  check(cub::DeviceScan::ExclusiveSum(scratch, bytes, counts, offsets, out.runs + 1, stream()), a.op,
+        "cub::DeviceScan::ExclusiveSum");
+  chunks_per_run<<<blocks_for(out.runs + 1), kThreads, 0, stream()>>>(chunks, counts, runs, chunk);
+  check_launch(a.op, "chunks_per_run");
+  fill_zero(chunks + out.runs, sizeof(int64_t), a.op);
+  bytes = scan_bytes;
+  check(cub::DeviceScan::ExclusiveSum(scratch, bytes, chunks, chunk_offsets, out.runs + 1, stream()), a.op,
+        "cub::DeviceScan::ExclusiveSum");
+  copy_to_host(&out.chunks, chunk_offsets + out.runs, sizeof out.chunks, a.op);
+  out.keys = keys;
+  out.offsets = offsets;
+  out.counts = counts;
+  out.chunk_offsets = chunk_offsets;
   return out;
 }
 

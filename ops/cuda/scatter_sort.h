@@ -30,4 +30,21 @@ struct SortedPositions {
 SortedPositions sort_by_destination(const ScatterArgs& args, const IndexGeometry& geometry, const SelfSpan& span,
                                     int64_t total);
 
+// The runs of equal keys in sorted positions (one run per destination),
+// each cut into chunks of `chunk` positions when it is longer than that:
+// run r holds sorted positions [offsets[r], offsets[r] + counts[r]) of
+// destination keys[r], and its chunks (none for a run of `chunk` or fewer)
+// are chunk_offsets[r] .. chunk_offsets[r + 1] - 1. Reads two counts back to
+// the host (a stream synchronization).
+struct Runs {
+  const uint64_t* keys = nullptr;
+  const int64_t* offsets = nullptr;
+  const int64_t* counts = nullptr;
+  const int64_t* chunk_offsets = nullptr;
+  int64_t runs = 0;
+  int64_t chunks = 0;
+  std::shared_ptr<void> storage;
+};
+Runs find_runs(const ScatterArgs& args, const SortedPositions& sorted, int64_t total, int64_t chunk);
+
 }  // namespace scatterx::detail::cuda

@@ -24,9 +24,9 @@ def device_count() -> int:
 
 
 def set_deterministic(on: bool) -> None:
-    """Scatters without atomics: each destination folds its values in index order.
+    """Scatters without atomics: each destination folds its values in a fixed order.
 
-    Float sums and means then equal the CPU's bit for bit, run after run (as
+    Float sums and means then repeat bit for bit, run after run (as
     torch.use_deterministic_algorithms does for torch's ops), at some cost in time.
     """
     _C.cuda_set_deterministic(bool(on))
