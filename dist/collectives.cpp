@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "dist/internal.h"
+#include "ops/cuda.h"
+#include "ops/cuda/backend.h"
 #include "ops/detail/checks.h"
 #include "ops/detail/combine.h"
 #include "ops/detail/memory.h"
@@ -76,11 +78,53 @@ class Scratch {
   size_t capacity_ = 0;
 };
 
-// A view's bytes, contiguous: the view itself, or a packed copy.
+// ---- CUDA tensors: staged through host memory ---------------------------------------
+// MPI moves host buffers here and the folds run on the CPU: a CUDA tensor's
+// values are copied to a host stand-in before the exchange and back after it,
+// on the stream that was current when the collective was called (see launch).
+
+// dst = src for views of one shape and dtype on any devices (host <-> one
+// CUDA device, or within one device).
+void transfer(const TensorView& dst, const TensorView& src, const char* op) {
+  if (dst.device() == src.device()) {
+    copy_(dst, src);
+    return;
+  }
+  const int64_t bytes = src.numel() * src.element_size();
+  if (src.device().is_cuda()) {  // device -> host
+    const Tensor contiguous = src.is_contiguous() ? Tensor() : Tensor::clone(src);
+    const void* from = src.is_contiguous() ? src.data() : contiguous.data();
+    if (dst.is_contiguous()) {
+      detail::cuda::copy_to_host(dst.data(), from, bytes, op);
+    } else {
+      const Tensor host = Tensor::empty(src.sizes(), src.dtype());
+      detail::cuda::copy_to_host(host.data(), from, bytes, op);
+      copy_(dst, host);
+    }
+    return;
+  }
+  // host -> device
+  const Tensor host = src.is_contiguous() ? Tensor() : Tensor::clone(src);
+  const void* from = src.is_contiguous() ? src.data() : host.data();
+  if (dst.is_contiguous()) {
+    detail::cuda::copy_from_host(dst.data(), from, bytes, op);
+  } else {
+    const Tensor device = Tensor::empty(dst.sizes(), dst.dtype(), dst.device());
+    detail::cuda::copy_from_host(device.data(), from, bytes, op);
+    copy_(dst, device);
+  }
+}
+
+// A view's bytes, contiguous and in host memory: the view itself, or a
+// packed (or staged) copy.
 class PackedInput {
  public:
-  explicit PackedInput(const TensorView& v) {
-    if (v.is_contiguous()) {
+  PackedInput(const TensorView& v, const char* op) {
+    if (v.device().is_cuda()) {
+      copy_ = Tensor::empty(v.sizes(), v.dtype());
+      transfer(copy_, v, op);
+      data_ = static_cast<const char*>(copy_.data());
+    } else if (v.is_contiguous()) {
       data_ = static_cast<const char*>(v.data());
     } else {
       copy_ = Tensor::clone(v);
@@ -94,25 +138,27 @@ class PackedInput {
   const char* data_ = nullptr;
 };
 
-// Where a collective writes a view: the view itself when contiguous, else a
-// contiguous stand-in that commit() unpacks into the view.
+// Where a collective writes a view: the view itself when contiguous in host
+// memory, else a contiguous host stand-in that commit() unpacks into the view.
 class StagedOutput {
  public:
-  StagedOutput(const TensorView& v, bool keep_values) : view_(v) {
-    if (v.is_contiguous()) {
+  StagedOutput(const TensorView& v, bool keep_values, const char* op) : view_(v), op_(op) {
+    if (v.is_contiguous() && v.device().is_cpu()) {
       data_ = static_cast<char*>(v.data());
     } else {
-      stand_in_ = keep_values ? Tensor::clone(v) : Tensor::empty(v.sizes(), v.dtype());
+      stand_in_ = Tensor::empty(v.sizes(), v.dtype());
+      if (keep_values) transfer(stand_in_, v, op);
       data_ = static_cast<char*>(stand_in_.data());
     }
   }
   char* data() const { return data_; }
   void commit() {
-    if (stand_in_.owns_memory()) copy_(view_, stand_in_);
+    if (stand_in_.owns_memory()) transfer(view_, stand_in_, op_);
   }
 
  private:
   TensorView view_;
+  const char* op_;
   Tensor stand_in_;
   char* data_ = nullptr;
 };
@@ -302,8 +348,12 @@ Work launch(const Communicator& comm, const char* op, bool async, bool exchange_
     }
     std::rethrow_exception(error);
   }
-  // Copies of the communicator keep its state alive until the task ran.
-  auto task = [comm, op, exchange, mine = std::move(mine), body = std::move(body)] {
+  // Copies of the communicator keep its state alive until the task ran. CUDA
+  // tensors are staged on the stream current at the call, wherever the task
+  // runs.
+  void* stream = scatterx::cuda::current_stream();
+  auto task = [comm, op, exchange, stream, mine = std::move(mine), body = std::move(body)] {
+    const scatterx::cuda::StreamGuard on_callers_stream(stream);
     Communicator::State& st = comm.state();
     st.check_usable(op);
     Waiter w(st, op);
@@ -329,14 +379,21 @@ std::vector<int64_t> padded(std::vector<int64_t> values, int ws) {
 // ---- argument checks ----------------------------------------------------------------
 
 void check_cpu(const char* op, const char* name, const TensorView& t) {
-  SCATTERX_CHECK(t.device().is_cpu(), ArgumentError, op, name, " expected a CPU tensor, got a tensor on ",
-                 t.device().str(), " (the distributed layer takes CPU buffers for now)");
+  if (t.device().is_cpu()) return;
+  SCATTERX_CHECK(scatterx::cuda::is_built(), ArgumentError, op, name,
+                 " expected a CPU tensor (this build of scatterx has no CUDA backend), got a tensor on ",
+                 t.device().str());
+  SCATTERX_CHECK(t.device().index < scatterx::cuda::device_count(), ArgumentError, op, name,
+                 " expected a tensor on a visible device, got a tensor on ", t.device().str(), " with ",
+                 scatterx::cuda::device_count(), " CUDA device(s) visible");
 }
 
 void check_dtype_match(const char* op, const char* name, const TensorView& t, const char* ref_name,
                        const TensorView& ref) {
   SCATTERX_CHECK(t.dtype() == ref.dtype(), DTypeError, op, name, " expected dtype ", dtype_name(ref.dtype()), " (as ",
                  ref_name, "), got ", dtype_name(t.dtype()));
+  SCATTERX_CHECK(t.device() == ref.device(), ArgumentError, op, name, " expected ", ref_name, "'s device ",
+                 ref.device().str(), ", got ", t.device().str());
 }
 
 void check_output(const char* op, const char* name, const TensorView& t) {
@@ -915,10 +972,10 @@ static Work all_gather_into_tensor_impl(const TensorView& output, const TensorVi
   };
   Body body = [output, input, op](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
     if (metas) agree_on_tensor(*metas, op, "input", true);
-    StagedOutput out(output, false);
+    StagedOutput out(output, false, op);
     const int64_t es = input.element_size();
     const int64_t n = input.numel();
-    PackedInput in(input);
+    PackedInput in(input, op);
     ring_all_gather(s, w, tag, out.data(), Blocks::equal(n, s.size), es, op, in.data());
     out.commit();
   };
@@ -959,10 +1016,10 @@ static Work all_gather_impl(const std::vector<TensorView>& outputs, const Tensor
     const int64_t n = input.numel();
     Scratch buf(n * es * s.size, s);
     TensorView own(buf.data() + s.rank * n * es, input.dtype(), input.sizes());
-    copy_(own, input);
+    transfer(own, input, op);
     ring_all_gather(s, w, tag, buf.data(), Blocks::equal(n, s.size), es, op);
     for (int r = 0; r < s.size; ++r) {
-      copy_(outputs[static_cast<size_t>(r)], TensorView(buf.data() + r * n * es, input.dtype(), input.sizes()));
+      transfer(outputs[static_cast<size_t>(r)], TensorView(buf.data() + r * n * es, input.dtype(), input.sizes()), op);
     }
   };
   return launch(comm, op, async, false, check, std::move(body));
@@ -1003,8 +1060,8 @@ static Work reduce_scatter_tensor_impl(const TensorView& output, const TensorVie
       agree_on_tensor(*metas, op, "input", true);
       agree_on_reduce_op(*metas, op);
     }
-    PackedInput in(input);
-    StagedOutput out(output, false);
+    PackedInput in(input, op);
+    StagedOutput out(output, false, op);
     ring_reduce_scatter(s, w, tag, in.data(), out.data(), Blocks::equal(output.numel(), s.size), input.dtype(),
                         reduce_op, op);
     out.commit();
@@ -1054,9 +1111,10 @@ static Work reduce_scatter_impl(const TensorView& output, const std::vector<Tens
     const int64_t n = output.numel();
     Scratch packed(n * es * s.size, s);
     for (int r = 0; r < s.size; ++r) {
-      copy_(TensorView(packed.data() + r * n * es, output.dtype(), output.sizes()), inputs[static_cast<size_t>(r)]);
+      transfer(TensorView(packed.data() + r * n * es, output.dtype(), output.sizes()), inputs[static_cast<size_t>(r)],
+               op);
     }
-    StagedOutput out(output, false);
+    StagedOutput out(output, false, op);
     ring_reduce_scatter(s, w, tag, packed.data(), out.data(), Blocks::equal(n, s.size), output.dtype(), reduce_op, op);
     out.commit();
   };
@@ -1092,7 +1150,7 @@ static Work all_reduce_impl(const TensorView& tensor, ReduceOp reduce_op, const 
       agree_on_tensor(*metas, op, "tensor", true);
       agree_on_reduce_op(*metas, op);
     }
-    StagedOutput buf(tensor, true);
+    StagedOutput buf(tensor, true, op);
     const Blocks blocks = Blocks::even(tensor.numel(), s.size);
     const int64_t es = tensor.element_size();
     // Reduce-scatter in place: block `rank` of the tensor receives the
@@ -1143,7 +1201,7 @@ static Work broadcast_impl(const TensorView& tensor, int root, const Communicato
                                (*metas)[r].extra);
       }
     }
-    StagedOutput buf(tensor, s.rank == root);
+    StagedOutput buf(tensor, s.rank == root, op);
     const int64_t bytes = tensor.numel() * tensor.element_size();
     // Binomial tree over ranks relative to the root, point-to-point (so a
     // wait can be cancelled at the timeout).
@@ -1233,8 +1291,8 @@ static Work all_to_all_impl(const std::vector<TensorView>& outputs, const std::v
     std::vector<char*> recv(uws);
     std::vector<int64_t> send_bytes(uws), recv_bytes(uws);
     for (size_t i = 0; i < uws; ++i) {
-      packed.emplace_back(inputs[i]);
-      staged.emplace_back(outputs[i], false);
+      packed.emplace_back(inputs[i], op);
+      staged.emplace_back(outputs[i], false, op);
       send[i] = packed.back().data();
       recv[i] = staged.back().data();
       send_bytes[i] = inputs[i].numel() * inputs[i].element_size();
@@ -1335,8 +1393,8 @@ static Work all_to_all_single_impl(const TensorView& output, const TensorView& i
   };
   Body body = [output, input, splits, op](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
     if (metas) agree_on_splits(*metas, op);
-    PackedInput in(input);
-    StagedOutput out(output, false);
+    PackedInput in(input, op);
+    StagedOutput out(output, false, op);
     exchange_rows(s, w, tag, in.data(), out.data(), splits->first, splits->second, row_bytes(input), op);
     out.commit();
   };
@@ -1388,10 +1446,13 @@ AllToAllVResult all_to_all_v(const TensorView& input, const std::vector<int64_t>
     }
     std::vector<int64_t> shape = input.sizes().vec();
     shape[0] = rows;
-    result.output = recycled_empty(Shape(shape), input.dtype());
-    PackedInput in(input);
-    exchange_rows(s, w, tag, in.data(), static_cast<char*>(result.output.data()), sends, result.recv_splits,
-                  row_bytes(input), op);
+    const bool on_device = input.device().is_cuda();
+    result.output = on_device ? Tensor::empty(Shape(shape), input.dtype(), input.device())
+                              : recycled_empty(Shape(shape), input.dtype());
+    PackedInput in(input, op);
+    StagedOutput out(result.output, false, op);
+    exchange_rows(s, w, tag, in.data(), out.data(), sends, result.recv_splits, row_bytes(input), op);
+    out.commit();
   };
   launch(comm, op, false, true, check, body).wait();
   return result;
