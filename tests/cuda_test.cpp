@@ -4,8 +4,9 @@
 // mirror the host layouts), in the atomic and the deterministic mode.
 //
 // Expected results are bitwise the reference's, except float and complex
-// sums and means, compared within a tolerance: the atomic mode adds in
-// arrival order, and the deterministic mode adds long runs of rows in chunks.
+// sums, means and products, compared within a tolerance: the atomic mode
+// folds in arrival order, and the deterministic mode folds long runs of rows
+// in chunks.
 // The deterministic mode is checked run to run, bitwise.
 //
 // Also: out-of-range indices raise the CPU backend's IndexError, write
@@ -110,10 +111,12 @@ Tensor to_host(const TensorView& device) {
   return result;
 }
 
-// Float / complex sums and means fold in arrival order with atomics.
+// Float / complex sums, means and products round differently in another
+// order (atomics fold in arrival order; 16-bit floats also round each atomic
+// step instead of accumulating in float).
 bool order_dependent(DType dtype, Reduce reduce) {
   const bool real_or_complex = scatterx::is_floating_point(dtype) || scatterx::is_complex(dtype);
-  return real_or_complex && (reduce == Reduce::Sum || reduce == Reduce::Mean);
+  return real_or_complex && (reduce == Reduce::Sum || reduce == Reduce::Mean || reduce == Reduce::Prod);
 }
 
 ::testing::AssertionResult matches(const TensorView& actual, const TensorView& expected, Reduce reduce,

@@ -128,7 +128,7 @@ __device__ __forceinline__ int64_t run_of_chunk(const int64_t* chunk_offsets, in
 
 template <typename T, Reduce R, bool kScaled>
 __global__ void fold_row_chunks(acc_t<T>* partial, const T* src, const IndexGeometry rows_g, int64_t row_len,
-                                int64_t src_row_stride, const int64_t* positions, Runs runs, acc_t<T> alpha) {
+                                int64_t src_row_stride, const int64_t* positions, RunsView runs, acc_t<T> alpha) {
   using A = acc_t<T>;
   using Op = ReduceOp<R, A>;
   const int64_t tiles = (row_len + 31) / 32;
@@ -154,7 +154,7 @@ __global__ void fold_row_chunks(acc_t<T>* partial, const T* src, const IndexGeom
 template <typename T, Reduce R, bool kScaled>
 __global__ void fold_row_runs(T* self, const T* src, const acc_t<T>* partial, const IndexGeometry rows_g,
                               int64_t row_len, int64_t self_row_stride, int64_t src_row_stride,
-                              const int64_t* positions, Runs runs, uint64_t skipped_key, int64_t self_lowest,
+                              const int64_t* positions, RunsView runs, uint64_t skipped_key, int64_t self_lowest,
                               bool include_self, acc_t<T> alpha) {
   using A = acc_t<T>;
   using Op = ReduceOp<R, A>;
@@ -222,7 +222,8 @@ void run_sorted_rows(const ScatterArgs& a, const IndexGeometry& g, const SelfSpa
   rows_g.row_len = 1;
   const int64_t rows = g.outer_numel * g.k;
   const SortedPositions sorted = sort_by_destination(a, rows_g, span, rows);
-  const Runs runs = find_runs(a, sorted, rows, kChunkRows);
+  const Runs found = find_runs(a, sorted, rows, kChunkRows);
+  const RunsView& runs = found.view;
   const int64_t tiles = (g.row_len + 31) / 32;
   std::shared_ptr<void> partial =
       allocate(std::max<int64_t>(1, runs.chunks * g.row_len) * int64_t{sizeof(A)}, a.self.device(), a.op);

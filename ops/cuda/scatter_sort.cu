@@ -123,23 +123,23 @@ Runs find_runs(const ScatterArgs& a, const SortedPositions& sorted, int64_t tota
   size_t bytes = encode_bytes;
   check(cub::DeviceRunLengthEncode::Encode(scratch, bytes, sorted.keys, keys, counts, runs, total, stream()), a.op,
         "cub::DeviceRunLengthEncode::Encode");
-  copy_to_host(&out.runs, runs, sizeof out.runs, a.op);
+  copy_to_host(&out.view.runs, runs, sizeof out.view.runs, a.op);
   // A zero after the last run, so that the exclusive sums end with the totals.
-  fill_zero(counts + out.runs, sizeof(int64_t), a.op);
+  fill_zero(counts + out.view.runs, sizeof(int64_t), a.op);
   bytes = scan_bytes;
-  check(cub::DeviceScan::ExclusiveSum(scratch, bytes, counts, offsets, out.runs + 1, stream()), a.op,
+  check(cub::DeviceScan::ExclusiveSum(scratch, bytes, counts, offsets, out.view.runs + 1, stream()), a.op,
         "cub::DeviceScan::ExclusiveSum");
-  chunks_per_run<<<blocks_for(out.runs + 1), kThreads, 0, stream()>>>(chunks, counts, runs, chunk);
+  chunks_per_run<<<blocks_for(out.view.runs + 1), kThreads, 0, stream()>>>(chunks, counts, runs, chunk);
   check_launch(a.op, "chunks_per_run");
-  fill_zero(chunks + out.runs, sizeof(int64_t), a.op);
+  fill_zero(chunks + out.view.runs, sizeof(int64_t), a.op);
   bytes = scan_bytes;
-  check(cub::DeviceScan::ExclusiveSum(scratch, bytes, chunks, chunk_offsets, out.runs + 1, stream()), a.op,
+  check(cub::DeviceScan::ExclusiveSum(scratch, bytes, chunks, chunk_offsets, out.view.runs + 1, stream()), a.op,
         "cub::DeviceScan::ExclusiveSum");
-  copy_to_host(&out.chunks, chunk_offsets + out.runs, sizeof out.chunks, a.op);
-  out.keys = keys;
-  out.offsets = offsets;
-  out.counts = counts;
-  out.chunk_offsets = chunk_offsets;
+  copy_to_host(&out.view.chunks, chunk_offsets + out.view.runs, sizeof out.view.chunks, a.op);
+  out.view.keys = keys;
+  out.view.offsets = offsets;
+  out.view.counts = counts;
+  out.view.chunk_offsets = chunk_offsets;
   return out;
 }
 

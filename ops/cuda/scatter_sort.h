@@ -36,13 +36,16 @@ SortedPositions sort_by_destination(const ScatterArgs& args, const IndexGeometry
 // destination keys[r], and its chunks (none for a run of `chunk` or fewer)
 // are chunk_offsets[r] .. chunk_offsets[r + 1] - 1. Reads two counts back to
 // the host (a stream synchronization).
-struct Runs {
+struct RunsView {  // plain data: what the kernels take
   const uint64_t* keys = nullptr;
   const int64_t* offsets = nullptr;
   const int64_t* counts = nullptr;
   const int64_t* chunk_offsets = nullptr;
   int64_t runs = 0;
   int64_t chunks = 0;
+};
+struct Runs {
+  RunsView view;
   std::shared_ptr<void> storage;
 };
 Runs find_runs(const ScatterArgs& args, const SortedPositions& sorted, int64_t total, int64_t chunk);
