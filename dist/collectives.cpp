@@ -380,9 +380,7 @@ std::vector<int64_t> padded(std::vector<int64_t> values, int ws) {
 
 void check_cpu(const char* op, const char* name, const TensorView& t) {
   if (t.device().is_cpu()) return;
-  SCATTERX_CHECK(scatterx::cuda::is_built(), ArgumentError, op, name,
-                 " expected a CPU tensor (this build of scatterx has no CUDA backend), got a tensor on ",
-                 t.device().str());
+  detail::check_backend(op, name, t.device());
   SCATTERX_CHECK(t.device().index < scatterx::cuda::device_count(), ArgumentError, op, name,
                  " expected a tensor on a visible device, got a tensor on ", t.device().str(), " with ",
                  scatterx::cuda::device_count(), " CUDA device(s) visible");

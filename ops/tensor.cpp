@@ -1,7 +1,7 @@
 #include "ops/tensor.h"
 
-#include "ops/cuda.h"
 #include "ops/cuda/backend.h"
+#include "ops/detail/checks.h"
 #include "ops/detail/memory.h"
 
 #include <algorithm>
@@ -240,15 +240,8 @@ std::string TensorView::str() const {
   return detail::concat(dtype_name(dtype_), shape_.str(), " strides ", strides_.str(), " on ", device_.str());
 }
 
-namespace {
-void check_backend(const char* op, Device device) {
-  SCATTERX_CHECK(device.is_cpu() || scatterx::cuda::is_built(), ArgumentError, op,
-                 "expected a cpu device (this build of scatterx has no CUDA backend), got ", device.str());
-}
-}  // namespace
-
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
-  check_backend("Tensor::empty", device);
+  detail::check_backend("Tensor::empty", "a tensor", device);
   for (int64_t s : shape) {
     SCATTERX_CHECK(s >= 0, ArgumentError, "Tensor::empty", "expected non-negative sizes, got ", shape.str());
   }
@@ -279,7 +272,7 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
 }
 
 Tensor Tensor::clone(const TensorView& source) {
-  check_backend("Tensor::clone", source.device());
+  detail::check_backend("Tensor::clone", "source", source.device());
   Tensor out = empty(source.sizes(), source.dtype(), source.device());
   copy_(out, source);
   return out;

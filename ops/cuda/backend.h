@@ -24,10 +24,14 @@ std::shared_ptr<void> allocate(int64_t bytes, Device device, const char* op);
 // dst = src, element-wise, any strides, same shape and dtype, both on one
 // CUDA device (enqueued on the current stream).
 void copy(const TensorView& dst, const TensorView& src, const char* op);
-// Bytes between host and device memory; waits for the current stream.
+// Bytes between host and device memory; waits for the current stream (the
+// host buffer may be gone once the call returns).
 void copy_to_host(void* host, const void* device, int64_t bytes, const char* op);
 void copy_from_host(void* device, const void* host, int64_t bytes, const char* op);
 void fill_zero(void* device, int64_t bytes, const char* op);
+// Writes one value of up to 16 bytes (a scalar converted to a dtype) to
+// device memory: enqueued as a kernel argument, no synchronization.
+void fill_value(void* device, const void* value, int64_t bytes, const char* op);
 
 // Raises IndexError (the CPU backend's message: first bad value row-major
 // and its position) when a value of `index` is outside [0, bound).

@@ -16,8 +16,7 @@ namespace {
 template <typename I>
 __global__ void find_first_bad_index(const I* index, const StridedLayout<1> layout, int64_t total, int64_t bound,
                                      unsigned long long* first) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < total; u += step) {
+  SCATTERX_GRID_LOOP(u, total) {
     int64_t off[1];
     layout.offsets(u, off);
     const int64_t v = static_cast<int64_t>(index[off[0]]);

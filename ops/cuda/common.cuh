@@ -47,6 +47,12 @@ class DeviceGuard {
 
 constexpr int kThreads = 256;
 
+// for (int64_t u = first of this thread; u < total; u += threads in the grid)
+#define SCATTERX_GRID_LOOP(u, total)                                            \
+  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x, \
+               u##_step = static_cast<int64_t>(gridDim.x) * blockDim.x;         \
+       u < (total); u += u##_step)
+
 // Blocks for a grid-stride loop over n items: enough to fill the GPU a few
 // times over, never more than the items need.
 inline unsigned blocks_for(int64_t n, int threads = kThreads) {

@@ -10,8 +10,7 @@ namespace {
 
 template <typename E>
 __global__ void copy_elements(E* dst, const E* src, const StridedLayout<2> layout, int64_t total) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < total; u += step) {
+  SCATTERX_GRID_LOOP(u, total) {
     int64_t off[2];
     layout.offsets(u, off);
     dst[off[0]] = src[off[1]];

@@ -15,8 +15,7 @@ namespace {
 template <typename E, typename I>
 __global__ void gather_elements(E* out, const E* in, const I* index, const IndexGeometry g, int64_t bound,
                                 int64_t total) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < total; u += step) {
+  SCATTERX_GRID_LOOP(u, total) {
     const Position p = decode_position(g, u);
     const int64_t v = static_cast<int64_t>(index[p.index]);
     if (v < 0 || v >= bound) continue;  // only with index checks off: skipped, never read out of bounds

@@ -34,6 +34,7 @@ void copy(const TensorView&, const TensorView&, const char* op) { unavailable(op
 void copy_to_host(void*, const void*, int64_t, const char* op) { unavailable(op); }
 void copy_from_host(void*, const void*, int64_t, const char* op) { unavailable(op); }
 void fill_zero(void*, int64_t, const char* op) { unavailable(op); }
+void fill_value(void*, const void*, int64_t, const char* op) { unavailable(op); }
 void check_index_bounds(const char* op, const TensorView&, int64_t, int64_t) { unavailable(op); }
 void gather(const GatherArgs& args) { unavailable(args.op); }
 void scatter(const ScatterArgs& args) { unavailable(args.op); }

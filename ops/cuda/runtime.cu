@@ -1,5 +1,6 @@
 // Streams, switches, memory and copies of the CUDA backend.
 #include <atomic>
+#include <cstring>
 
 #include "ops/cuda.h"
 #include "ops/cuda/backend.h"
@@ -83,6 +84,23 @@ void copy_from_host(void* device, const void* host, int64_t bytes, const char* o
         "cudaMemcpyAsync");
   // The host buffer may be a temporary of the caller's.
   check(cudaStreamSynchronize(stream()), op, "cudaStreamSynchronize");
+}
+
+namespace {
+struct Value16 {
+  unsigned char bytes[16];
+};
+__global__ void write_value(unsigned char* device, Value16 value, int bytes) {
+  for (int i = 0; i < bytes; ++i) device[i] = value.bytes[i];
+}
+}  // namespace
+
+void fill_value(void* device, const void* value, int64_t bytes, const char* op) {
+  SCATTERX_CHECK(bytes > 0 && bytes <= 16, ArgumentError, op, "expected a value of 1 to 16 bytes, got ", bytes);
+  Value16 v{};
+  std::memcpy(v.bytes, value, static_cast<size_t>(bytes));
+  write_value<<<1, 1, 0, stream()>>>(static_cast<unsigned char*>(device), v, static_cast<int>(bytes));
+  check_launch(op, "write_value");
 }
 
 void fill_zero(void* device, int64_t bytes, const char* op) {

@@ -39,11 +39,6 @@ __device__ __forceinline__ acc_t<T> load_value(const T* src, int64_t at, acc_t<T
   }
 }
 
-#define SCATTERX_GRID_LOOP(u, total)                                            \
-  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x, \
-               u##_step = static_cast<int64_t>(gridDim.x) * blockDim.x;         \
-       u < (total); u += u##_step)
-
 template <typename T, Reduce R, typename I>
 __global__ void fill_identity(T* self, const I* index, const IndexGeometry g, int64_t bound, int64_t total) {
   SCATTERX_GRID_LOOP(u, total) {
@@ -154,6 +149,20 @@ __global__ void fold_sorted(T* self, const T* src, const IndexGeometry g, const 
 // from self in index order, the CPU backend's order.
 constexpr int64_t kChunkRows = 64;
 
+// Calls f(item, column) for every item (chunk or run) and column of a row,
+// a warp per (item, 32 columns): lanes take consecutive columns, so the
+// rows' loads and stores are coalesced.
+template <typename F>
+__device__ __forceinline__ void for_each_warp_column(int64_t items, int64_t row_len, F f) {
+  const int64_t tiles = (row_len + 31) / 32;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
+  const int lane = threadIdx.x % 32;
+  for (int64_t w = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; w < items * tiles; w += warps) {
+    const int64_t j = (w % tiles) * 32 + lane;
+    if (j < row_len) f(w / tiles, j);
+  }
+}
+
 __device__ __forceinline__ int64_t run_of_chunk(const int64_t* chunk_offsets, int64_t runs, int64_t chunk) {
   int64_t lo = 0;  // the last run whose first chunk is <= chunk (upper bound - 1)
   int64_t hi = runs;
@@ -173,14 +182,7 @@ __global__ void fold_row_chunks(acc_t<T>* partial, const T* src, const IndexGeom
                                 int64_t src_row_stride, const int64_t* positions, RunsView runs, acc_t<T> alpha) {
   using A = acc_t<T>;
   using Op = ReduceOp<R, A>;
-  const int64_t tiles = (row_len + 31) / 32;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
-  const int lane = threadIdx.x % 32;
-  for (int64_t w = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; w < runs.chunks * tiles;
-       w += warps) {
-    const int64_t chunk = w / tiles;
-    const int64_t j = (w % tiles) * 32 + lane;
-    if (j >= row_len) continue;
+  for_each_warp_column(runs.chunks, row_len, [&](int64_t chunk, int64_t j) {
     const int64_t run = run_of_chunk(runs.chunk_offsets, runs.runs, chunk);
     const int64_t first = runs.offsets[run] + (chunk - runs.chunk_offsets[run]) * kChunkRows;
     const int64_t last = min(first + kChunkRows, runs.offsets[run] + runs.counts[run]);
@@ -190,7 +192,7 @@ __global__ void fold_row_chunks(acc_t<T>* partial, const T* src, const IndexGeom
       acc = Op::combine(acc, load_value<T, kScaled>(src, at, alpha));
     }
     partial[chunk * row_len + j] = acc;
-  }
+  });
 }
 
 template <typename T, Reduce R, bool kScaled>
@@ -200,14 +202,8 @@ __global__ void fold_row_runs(T* self, const T* src, const acc_t<T>* partial, co
                               bool include_self, acc_t<T> alpha) {
   using A = acc_t<T>;
   using Op = ReduceOp<R, A>;
-  const int64_t tiles = (row_len + 31) / 32;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
-  const int lane = threadIdx.x % 32;
-  for (int64_t w = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; w < runs.runs * tiles;
-       w += warps) {
-    const int64_t run = w / tiles;
-    const int64_t j = (w % tiles) * 32 + lane;
-    if (j >= row_len || runs.keys[run] == skipped_key) continue;
+  for_each_warp_column(runs.runs, row_len, [&](int64_t run, int64_t j) {
+    if (runs.keys[run] == skipped_key) return;
     T* dest = self + (static_cast<int64_t>(runs.keys[run]) + self_lowest) + j * self_row_stride;
     A acc = include_self ? static_cast<A>(*dest) : Op::identity();
     const int64_t count = runs.counts[run];
@@ -222,10 +218,8 @@ __global__ void fold_row_runs(T* self, const T* src, const acc_t<T>* partial, co
       }
     }
     *dest = static_cast<T>(Op::finalize(acc, count + (include_self ? 1 : 0)));
-  }
+  });
 }
-
-#undef SCATTERX_GRID_LOOP
 
 template <typename T, Reduce R, typename I, bool kScaled>
 void run_atomic(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& span, int64_t total, acc_t<T> alpha) {
@@ -236,36 +230,35 @@ void run_atomic(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& sp
   const unsigned blocks = blocks_for(total);
   // Lanes of a warp share destinations only when positions are single
   // elements (in rows they take consecutive columns).
-  const bool aggregate = (R == Reduce::Sum || R == Reduce::Mean) && g.row_len == 1;
+  constexpr bool kAggregates = R == Reduce::Sum || R == Reduce::Mean;
   if (!a.include_self && R != Reduce::None) {
     fill_identity<T, R, I><<<blocks, kThreads, 0, stream()>>>(self, index, g, bound, total);
     check_launch(a.op, "fill_identity");
   }
+  std::shared_ptr<void> counts;  // hits per destination, for mean
   if constexpr (kNeedsCount<R>) {
-    std::shared_ptr<void> counts = allocate(span.elements * int64_t{sizeof(int)}, a.self.device(), a.op);
+    counts = allocate(span.elements * int64_t{sizeof(int)}, a.self.device(), a.op);
     fill_zero(counts.get(), span.elements * int64_t{sizeof(int)}, a.op);
-    if (aggregate) {
-      fold_atomic_aggregated<T, R, I, kScaled, true><<<blocks, kThreads, 0, stream()>>>(
-          self, src, index, g, bound, total, alpha, static_cast<int*>(counts.get()), span.lowest);
-    } else {
-      fold_atomic<T, R, I, kScaled, true><<<blocks, kThreads, 0, stream()>>>(
-          self, src, index, g, bound, total, alpha, static_cast<int*>(counts.get()), span.lowest);
+  }
+  constexpr bool kCount = kNeedsCount<R>;
+  auto* hits = static_cast<int*>(counts.get());
+  if (kAggregates && g.row_len == 1) {
+    if constexpr (kAggregates) {
+      fold_atomic_aggregated<T, R, I, kScaled, kCount>
+          <<<blocks, kThreads, 0, stream()>>>(self, src, index, g, bound, total, alpha, hits, span.lowest);
     }
-    check_launch(a.op, "fold_atomic");
+  } else {
+    fold_atomic<T, R, I, kScaled, kCount>
+        <<<blocks, kThreads, 0, stream()>>>(self, src, index, g, bound, total, alpha, hits, span.lowest);
+  }
+  check_launch(a.op, "fold_atomic");
+  if constexpr (kCount) {
     const TensorView* views[1] = {&a.self};
     const StridedLayout<1> layout = layout_of<1>(a.self.sizes(), views);
     const int64_t n = a.self.numel();
-    finalize_mean<T><<<blocks_for(n), kThreads, 0, stream()>>>(self, layout, n, static_cast<int*>(counts.get()),
-                                                               span.lowest, a.include_self ? 1 : 0);
+    finalize_mean<T>
+        <<<blocks_for(n), kThreads, 0, stream()>>>(self, layout, n, hits, span.lowest, a.include_self ? 1 : 0);
     check_launch(a.op, "finalize_mean");
-  } else if (aggregate) {
-    fold_atomic_aggregated<T, R, I, kScaled, false>
-        <<<blocks, kThreads, 0, stream()>>>(self, src, index, g, bound, total, alpha, nullptr, span.lowest);
-    check_launch(a.op, "fold_atomic_aggregated");
-  } else {
-    fold_atomic<T, R, I, kScaled, false>
-        <<<blocks, kThreads, 0, stream()>>>(self, src, index, g, bound, total, alpha, nullptr, span.lowest);
-    check_launch(a.op, "fold_atomic");
   }
 }
 

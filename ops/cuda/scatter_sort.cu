@@ -19,8 +19,7 @@ namespace {
 template <typename I>
 __global__ void destination_keys(uint64_t* keys, int64_t* positions, const I* index, const IndexGeometry g,
                                  int64_t bound, int64_t total, int64_t self_lowest, uint64_t skipped_key) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < total; u += step) {
+  SCATTERX_GRID_LOOP(u, total) {
     const Position p = decode_position(g, u);
     const int64_t v = static_cast<int64_t>(index[p.index]);
     const bool in_range = v >= 0 && v < bound;
@@ -30,10 +29,7 @@ __global__ void destination_keys(uint64_t* keys, int64_t* positions, const I* in
 }
 
 __global__ void chunks_per_run(int64_t* chunks, const int64_t* counts, const int64_t* runs, int64_t chunk) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; r < *runs; r += step) {
-    chunks[r] = counts[r] > chunk ? (counts[r] + chunk - 1) / chunk : 0;
-  }
+  SCATTERX_GRID_LOOP(r, *runs) { chunks[r] = counts[r] > chunk ? (counts[r] + chunk - 1) / chunk : 0; }
 }
 
 int bit_width(uint64_t x) {

@@ -31,9 +31,12 @@ void check_devices(const char* op, std::initializer_list<std::pair<const char*, 
     SCATTERX_CHECK(tensor->device() == first->device(), ArgumentError, op, "expected ", name, " on ", first_name,
                    "'s device ", first->device().str(), ", got ", tensor->device().str());
   }
-  SCATTERX_CHECK(first->device().is_cpu() || scatterx::cuda::is_built(), ArgumentError, op,
-                 "expected cpu tensors (this build of scatterx has no CUDA backend), got ", first_name, " on ",
-                 first->device().str());
+  check_backend(op, first_name, first->device());
+}
+
+void check_backend(const char* op, const char* name, Device device) {
+  SCATTERX_CHECK(device.is_cpu() || scatterx::cuda::is_built(), ArgumentError, op,
+                 "expected cpu tensors (this build of scatterx has no CUDA backend), got ", name, " on ", device.str());
 }
 
 void check_index_dtype(const char* op, const char* name, const TensorView& index) {

@@ -18,6 +18,10 @@ int64_t wrap_dim(const char* op, int64_t dim, int64_t ndim);
 // A 0-d view as a 1-d view of one element; other views unchanged.
 TensorView at_least_1d(const TensorView& view);
 
+// `device` has a backend in this build (the cpu always; CUDA devices when
+// the CUDA backend is built). `name` names what is on it.
+void check_backend(const char* op, const char* name, Device device);
+
 // All named tensors on one device, and that device has a backend here.
 void check_devices(const char* op, std::initializer_list<std::pair<const char*, const TensorView*>> tensors);
 

@@ -69,7 +69,7 @@ PreparedScatter prepare_scatter(const char* op, const TensorView& self, int64_t 
       using T = CppType<decltype(tag)::value>;
       const T converted = value->to<T>(op, "value");
       if (self.device().is_cuda()) {
-        detail::cuda::copy_from_host(p.value.data(), &converted, sizeof(T), op);
+        detail::cuda::fill_value(p.value.data(), &converted, sizeof(T), op);
       } else {
         *p.value.data_as<T>() = converted;
       }
