@@ -75,6 +75,18 @@ std::vector<int64_t> powerlaw_index(uint64_t seed, int64_t n, int64_t count) {
   return idx;
 }
 
+// Far more skewed than powerlaw_index: value 0 takes a quarter of the index
+// (u^8 < 1/n for u < n^(-1/8)), as a hot expert or a hub node does. The
+// product is taken left to right, as the Python side does.
+std::vector<int64_t> skewed_index(uint64_t seed, int64_t n, int64_t count) {
+  std::vector<int64_t> idx(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    const double u = uniform(seed, i);
+    idx[i] = std::min<int64_t>(n - 1, static_cast<int64_t>(std::floor(n * u * u * u * u * u * u * u * u)));
+  }
+  return idx;
+}
+
 std::vector<int64_t> permutation_index(int64_t n) {  // n a power of two: an odd multiplier is a bijection
   std::vector<int64_t> idx(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
@@ -161,6 +173,16 @@ struct Deterministic {
   bool previous_;
 };
 
+using Path = scatterx::cuda::ScatterPath;
+struct ForcedPath {
+  explicit ForcedPath(Path path) : previous_(scatterx::cuda::scatter_path()) { scatterx::cuda::set_scatter_path(path); }
+  ~ForcedPath() { scatterx::cuda::set_scatter_path(previous_); }
+  Path previous_;
+};
+
+// Workload name suffixes of the forced paths ("" for Auto).
+std::string path_suffix(Path path) { return path == Path::Atomic ? "/atomic" : path == Path::Sorted ? "/sorted" : ""; }
+
 // ---------------------------------------------------------------- workloads
 
 void copy(benchmark::State& state) {
@@ -201,7 +223,7 @@ void scatter_add_unique(benchmark::State& state) {
 
 // GNN aggregation: 2^23 edges onto 2^20 nodes with power-law in-degrees, 64
 // float32 features per edge.
-void gnn_powerlaw(benchmark::State& state, Reduce reduce, bool deterministic, bool unchecked) {
+void gnn_powerlaw(benchmark::State& state, Reduce reduce, bool deterministic, bool unchecked, Path path = Path::Auto) {
   const int64_t nodes = int64_t{1} << 20;
   const int64_t edges = int64_t{1} << 23;
   const int64_t features = 64;
@@ -210,6 +232,7 @@ void gnn_powerlaw(benchmark::State& state, Reduce reduce, bool deterministic, bo
   const Tensor src = device_values({edges, features}, DType::Float32);
   const Deterministic mode(deterministic);
   const Checks checks(unchecked);
+  const ForcedPath forced(path);
   const TensorView idx = expanded(index, features);
   time_calls(
       state, 8.0 * edges + 3.0 * edges * features * 4,
@@ -226,6 +249,28 @@ void gnn_powerlaw(benchmark::State& state, Reduce reduce, bool deterministic, bo
       });
 }
 
+// Element scatter (1-d, one float32 per position): 2^24 values onto 2^16
+// destinations by skewed_index, the case where one destination's atomics
+// serialize (Auto sorts here; /atomic and /sorted force a path).
+void skewed_elements(benchmark::State& state, Reduce reduce, Path path) {
+  const int64_t n = int64_t{1} << 16;
+  const int64_t count = int64_t{1} << 24;
+  const Tensor self = Tensor::empty({n}, DType::Float32, kGpu);
+  const Tensor index = device_index(skewed_index(4, n, count));
+  const Tensor src = device_values({count}, DType::Float32);
+  const ForcedPath forced(path);
+  time_calls(
+      state, 12.0 * count + 8.0 * n,
+      [&] {
+        if (reduce == Reduce::Sum) {
+          scatterx::scatter_add_(self, 0, index, src);
+        } else {
+          scatterx::scatter_reduce_(self, 0, index, src, reduce, true);
+        }
+      },
+      [&] { check(cudaMemsetAsync(self.data(), 0x3f, static_cast<size_t>(n * 4), nullptr), "cudaMemsetAsync"); });
+}
+
 // MoE with 2^16 tokens of 4096 bfloat16 (8 KiB rows), top-2 of 64 experts.
 constexpr int64_t kTokens = int64_t{1} << 16;
 constexpr int64_t kTopK = 2;
@@ -240,15 +285,17 @@ void moe_permute(benchmark::State& state) {
   time_calls(state, 8.0 * rows + 2.0 * rows * kHidden * 2, [&] { scatterx::index_select_out(out, tokens, 0, ids); });
 }
 
-// Rows back to their tokens, summed (index_add_; the router weights are not
-// applied here).
+// Rows back to their tokens, weighted by their router probabilities and
+// summed (index_add_weighted_, one pass; torch: index_add_ of rows * probs).
 void moe_unpermute(benchmark::State& state) {
   const Tensor expert_out = device_values({kTokens * kTopK, kHidden}, DType::BFloat16);
   const Tensor ids = device_index(moe_sorted_token_ids(kTokens, kTopK, kExperts));
+  const Tensor probs = device_values({kTokens * kTopK}, DType::BFloat16);
   const Tensor out = Tensor::empty({kTokens, kHidden}, DType::BFloat16, kGpu);
   const double rows = static_cast<double>(kTokens * kTopK);
   time_calls(
-      state, 8.0 * rows + 3.0 * rows * kHidden * 2, [&] { scatterx::index_add_(out, 0, ids, expert_out); },
+      state, 10.0 * rows + 3.0 * rows * kHidden * 2,
+      [&] { scatterx::index_add_weighted_(out, 0, ids, expert_out, probs); },
       [&] {
         check(cudaMemsetAsync(out.data(), 0, static_cast<size_t>(kTokens * kHidden * 2), nullptr), "cudaMemsetAsync");
       });
@@ -270,6 +317,20 @@ void register_all() {
   add("scatter_add/powerlaw/feat:64/unchecked", [](benchmark::State& s) { gnn_powerlaw(s, Reduce::Sum, false, true); });
   add("scatter_add/powerlaw/feat:64/deterministic",
       [](benchmark::State& s) { gnn_powerlaw(s, Reduce::Sum, true, false); });
+  // The path choice: Auto beside both forced paths, on the GNN rows and on
+  // the skewed elements (tuning data for ops/cuda/contention.h).
+  for (Path path : {Path::Atomic, Path::Sorted}) {
+    add("scatter_add/powerlaw/feat:64" + path_suffix(path),
+        [path](benchmark::State& s) { gnn_powerlaw(s, Reduce::Sum, false, false, path); });
+    add("scatter_reduce/amax/powerlaw/feat:64" + path_suffix(path),
+        [path](benchmark::State& s) { gnn_powerlaw(s, Reduce::Amax, false, false, path); });
+  }
+  for (Path path : {Path::Auto, Path::Atomic, Path::Sorted}) {
+    add("scatter_add/skewed/elements" + path_suffix(path),
+        [path](benchmark::State& s) { skewed_elements(s, Reduce::Sum, path); });
+    add("scatter_reduce/amax/skewed/elements" + path_suffix(path),
+        [path](benchmark::State& s) { skewed_elements(s, Reduce::Amax, path); });
+  }
   for (auto [name, reduce] :
        {std::pair{"amax", Reduce::Amax}, std::pair{"amin", Reduce::Amin}, std::pair{"prod", Reduce::Prod}}) {
     const Reduce r = reduce;

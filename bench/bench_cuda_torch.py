@@ -10,6 +10,7 @@ formulas shared with bench/bench_cuda.cpp and must stay in sync with it:
     uniform(seed, i)       (splitmix64((seed << 32) + i) >> 11) * 2^-53
     uniform_index          idx[i] = floor(uniform(seed, i) * n)
     powerlaw_index         idx[i] = min(n - 1, floor(n * u * u * u)), u = uniform(seed, i)
+    skewed_index           idx[i] = min(n - 1, floor(n * u * u * u * u * u * u * u * u))
     permutation_index      idx[i] = (i * 0x9E3779B1 + 7) & (n - 1)   (n a power of two)
     MoE routing            expert of (t, k) = floor(uniform(3, t * K + k) * X);
                            sorted_token_ids = stable argsort of the experts // K
@@ -19,8 +20,9 @@ formulas shared with bench/bench_cuda.cpp and must stay in sync with it:
 Workloads: copy; index_select/row_bytes:{512,2048,8192} and
 gather_rows/row_bytes:512 on a 1 GiB float32 table; scatter_add/unique (a
 permutation); scatter_add and scatter_reduce amax/amin/prod of 2^23 edges x 64
-float32 onto 2^20 power-law nodes; MoE permute (index_select) and unpermute
-(index_add_) of 2^16 tokens x 4096 bfloat16, top-2 of 64 experts.
+float32 onto 2^20 power-law nodes; scatter_add and scatter_reduce amax of
+2^24 float32 elements onto 2^16 skewed destinations; MoE permute (index_select) and weighted
+unpermute (index_add_ of rows * router probabilities) of 2^16 tokens x 4096 bfloat16, top-2 of 64 experts.
 
 Timing: per workload 3 warm-up calls, then --iters calls, each between a pair
 of CUDA events; outputs that accumulate are reset before each call, outside
@@ -95,6 +97,14 @@ def powerlaw_index(seed, n, count):
 
     u = uniform(seed, count)
     return np.minimum(n - 1, np.floor(n * u * u * u).astype(np.int64))
+
+
+def skewed_index(seed, n, count):
+    """Value 0 takes a quarter of the index; the product left to right, as the C++."""
+    import numpy as np
+
+    u = uniform(seed, count)
+    return np.minimum(n - 1, np.floor(n * u * u * u * u * u * u * u * u).astype(np.int64))
 
 
 def permutation_index(n):
@@ -198,6 +208,26 @@ def setup_gnn_powerlaw(reduce):
     return setup
 
 
+SKEWED_DESTINATIONS = 1 << 16
+SKEWED_VALUES = 1 << 24
+
+
+def setup_skewed_elements(reduce):
+    def setup(torch):
+        n, count = SKEWED_DESTINATIONS, SKEWED_VALUES
+        index = device_index(torch, cached(("skewed", 4, n, count), lambda: skewed_index(4, n, count)))
+        src = device_values(torch, (count,), torch.float32)
+        self_ = torch.empty((n,), dtype=torch.float32, device=DEVICE)
+        reset = lambda: self_.fill_(FILL_FLOAT32)  # noqa: E731
+        if reduce == "sum":
+            op = lambda: self_.scatter_add_(0, index, src)  # noqa: E731
+        else:
+            op = lambda: self_.scatter_reduce_(0, index, src, reduce=reduce, include_self=True)  # noqa: E731
+        return op, reset, 12 * count + 8 * n
+
+    return setup
+
+
 MOE_TOKENS = 1 << 16
 MOE_TOP_K = 2
 MOE_EXPERTS = 64
@@ -220,11 +250,14 @@ def setup_moe_permute(torch):
 
 
 def setup_moe_unpermute(torch):
+    """The weighted combine as torch code writes it: index_add_ of the rows times their probabilities."""
     rows = MOE_TOKENS * MOE_TOP_K
     expert_out = device_values(torch, (rows, MOE_HIDDEN), torch.bfloat16)
+    probs = device_values(torch, (rows,), torch.bfloat16)
     ids = moe_ids(torch)
     out = torch.zeros((MOE_TOKENS, MOE_HIDDEN), dtype=torch.bfloat16, device=DEVICE)
-    return (lambda: out.index_add_(0, ids, expert_out)), out.zero_, 8 * rows + 3 * rows * MOE_HIDDEN * 2
+    op = lambda: out.index_add_(0, ids, expert_out * probs[:, None])  # noqa: E731
+    return op, out.zero_, 10 * rows + 3 * rows * MOE_HIDDEN * 2
 
 
 WORKLOADS = (
@@ -236,6 +269,10 @@ WORKLOADS = (
         ("scatter_add/powerlaw/feat:64", setup_gnn_powerlaw("sum")),
     ]
     + [("scatter_reduce/%s/powerlaw/feat:64" % r, setup_gnn_powerlaw(r)) for r in ("amax", "amin", "prod")]
+    + [
+        ("scatter_add/skewed/elements", setup_skewed_elements("sum")),
+        ("scatter_reduce/amax/skewed/elements", setup_skewed_elements("amax")),
+    ]
     + [
         ("moe/permute/hidden:4096", setup_moe_permute),
         ("moe/unpermute/hidden:4096", setup_moe_unpermute),

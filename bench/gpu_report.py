@@ -14,7 +14,9 @@ inputs); with no results, only the scatterx columns are shown.
 Copy bandwidth is bytes / time of scatterx's `copy` workload (a
 device-to-device copy in the same run; torch's `copy` when scatterx has
 none). Per workload: scatterx ms and GB/s (1 GB = 1e9 bytes), % of copy
-bandwidth, torch ms, and speedup = torch time / scatterx time. The floors
+bandwidth, torch ms, and speedup = torch time / scatterx time (a variant
+of a workload, its name ending in /deterministic, /unchecked, /atomic or
+/sorted, is set against torch's figure for the plain workload). The floors
 (met / MISSED / n/a when a figure is missing):
 
     index_select/row_bytes:{512,2048,8192}, gather_rows/row_bytes:512   >= 85% of copy
@@ -50,9 +52,24 @@ KNOWN_WORKLOADS = [
     "scatter_reduce/amax/powerlaw/feat:64",
     "scatter_reduce/amin/powerlaw/feat:64",
     "scatter_reduce/prod/powerlaw/feat:64",
+    "scatter_add/skewed/elements",
+    "scatter_add/skewed/elements/atomic",
+    "scatter_add/skewed/elements/sorted",
+    "scatter_reduce/amax/skewed/elements",
+    "scatter_reduce/amax/skewed/elements/atomic",
+    "scatter_reduce/amax/skewed/elements/sorted",
     "moe/permute/hidden:4096",
     "moe/unpermute/hidden:4096",
 ]
+
+# Variants of a workload (modes and forced paths) that torch has no figure of
+# its own for: they are compared with torch's plain workload.
+_VARIANT_SUFFIX = re.compile(r"/(deterministic|unchecked|atomic|sorted)$")
+
+
+def peer_of(torch, name):
+    """torch's entry for a workload, or for the plain workload of a variant."""
+    return torch.get(name) or torch.get(_VARIANT_SUFFIX.sub("", name))
 
 GNN_SUM = "scatter_add/powerlaw/feat:64"
 
@@ -187,7 +204,7 @@ def floor_row(name, kind, threshold, sx, torch, copy_bw):
         return name, requirement, "%.1f%% of copy" % (fraction * 100), "met" if fraction >= threshold else "MISSED"
     if kind == "torch":
         requirement = ">= %.1fx torch" % threshold
-        peer = torch.get(name)
+        peer = peer_of(torch, name)
         if not entry or not peer or not entry["seconds"]:
             return name, requirement, "-", "n/a"
         speedup = peer["seconds"] / entry["seconds"]
@@ -252,6 +269,7 @@ def report(sx_doc, torch_doc, notes):
 
     names = [n for n in KNOWN_WORKLOADS if n in sx or n in torch]
     names += [n for n in list(sx) + list(torch) if n not in names]
+    names = [n for n in names if n in sx or not _VARIANT_SUFFIX.search(n)]
     rows = []
     for name in names:
         entry = sx.get(name)
@@ -263,7 +281,7 @@ def report(sx_doc, torch_doc, notes):
             fmt(bw / copy_bw * 100 if bw and copy_bw else None, "%.1f", "%"),
         ]
         if torch:
-            peer = torch.get(name)
+            peer = peer_of(torch, name)
             speedup = peer["seconds"] / entry["seconds"] if peer and entry and entry["seconds"] else None
             row += [fmt(peer and peer["seconds"] * 1e3, "%.3f"), fmt(speedup, "%.2f", "x")]
         rows.append(row)

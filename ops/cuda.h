@@ -17,13 +17,14 @@
 // device-side assert), and its destination keeps an unspecified value.
 //
 // Determinism. With set_deterministic(true), scatters never use atomics:
-// positions are stably radix-sorted by destination and each destination
-// folds its values in a fixed order, so float sums and means are
-// bit-identical run to run. Element scatters fold in index order, the CPU
-// backend's, and equal it bit for bit; row scatters (index_add_, an expanded
-// index) do too for destinations of up to 64 rows, and fold longer runs in
-// chunks of 64 rows (in parallel), then the chunks in order. The default
-// picks atomics, faster, whose float sums round in arrival order.
+// positions (elements, or whole rows for index_add_ and an expanded index)
+// are stably radix-sorted by destination and each destination folds its
+// values in a fixed order, so float sums and means are bit-identical run to
+// run. A destination of up to 64 values folds them in index order, the CPU
+// backend's, and equals it bit for bit; a longer one folds chunks of 64 in
+// parallel, then the chunks in order (a hot destination costs a few
+// parallel steps, not a serial walk). The default picks atomics, faster,
+// whose float sums round in arrival order (but see ScatterPath below).
 #pragma once
 
 #include <cstdint>
@@ -65,5 +66,16 @@ void set_deterministic(bool on);
 bool deterministic();
 void set_index_checks(bool on);
 bool index_checks();
+
+// How non-deterministic scatters with a reduce fold (deterministic mode
+// always sorts). Auto, the default, takes atomics unless the index check
+// found a destination so hot that its atomics would serialize (power-law
+// degrees, skewed routing), and then sorts by destination and folds each
+// hot destination's values in parallel pieces. The measure rides on the
+// index check: with checks off, Auto takes atomics. Atomic and Sorted force
+// a path (for benchmarks, or callers who know their indices).
+enum class ScatterPath { Auto, Atomic, Sorted };
+void set_scatter_path(ScatterPath path);
+ScatterPath scatter_path();
 
 }  // namespace scatterx::cuda

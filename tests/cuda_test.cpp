@@ -1,13 +1,14 @@
 // The CUDA backend against the serial reference (tests/reference.h): every
 // op x dtype x reduce x index dtype, random shapes of rank 0 to 4 with heavy
 // duplicates and non-contiguous views of every argument (the device buffers
-// mirror the host layouts), in the atomic and the deterministic mode.
+// mirror the host layouts), on each scatter path: atomic, sorted (forced)
+// and the deterministic mode (sorted).
 //
 // Expected results are bitwise the reference's, except float and complex
-// sums, means and products, compared within a tolerance: the atomic mode
-// folds in arrival order, and the deterministic mode folds long runs of rows
-// in chunks.
-// The deterministic mode is checked run to run, bitwise.
+// sums, means and products, compared within a tolerance: the atomic path
+// folds in arrival order, and the sorted path folds runs of more than 64
+// values in chunks. The sorted paths are checked run to run, bitwise; so is
+// the automatic path choice (contention).
 //
 // Also: out-of-range indices raise the CPU backend's IndexError, write
 // nothing and leave the GPU usable; unchecked mode; streams; determinism run
@@ -26,6 +27,7 @@
 
 #include "ops/cuda.h"
 #include "ops/cuda/backend.h"
+#include "ops/cuda/contention.h"
 #include "tests/op_checks.h"
 #include "tests/reference.h"
 
@@ -54,6 +56,14 @@ DeviceBuf to_device(const Buf& host) {
   d.view = TensorView(static_cast<char*>(d.base.data()) + offset, host.view.dtype(), host.view.sizes(),
                       host.view.strides(), kGpu);
   return d;
+}
+
+// A contiguous host tensor as a Buf viewing all of it.
+Buf whole(const Tensor& t) {
+  Buf b;
+  b.base = t;
+  b.view = t;
+  return b;
 }
 
 // The device storage copied back over the host Buf's storage.
@@ -119,10 +129,9 @@ bool order_dependent(DType dtype, Reduce reduce) {
   return real_or_complex && (reduce == Reduce::Sum || reduce == Reduce::Mean || reduce == Reduce::Prod);
 }
 
-::testing::AssertionResult matches(const TensorView& actual, const TensorView& expected, Reduce reduce,
-                                   bool deterministic) {
+::testing::AssertionResult matches(const TensorView& actual, const TensorView& expected, Reduce reduce, bool ordered) {
   const bool extremum = reduce == Reduce::Amax || reduce == Reduce::Amin;
-  if (extremum && !deterministic && scatterx::is_floating_point(actual.dtype())) {
+  if (extremum && !ordered && scatterx::is_floating_point(actual.dtype())) {
     // Ties between +0 and -0 keep whichever arrived first: compare numerically.
     return close_values(actual, expected, 0.0, 0.0);
   }
@@ -149,13 +158,18 @@ class CudaTest : public ::testing::Test {
   void TearDown() override {
     sxc::set_deterministic(false);
     sxc::set_index_checks(true);
+    sxc::set_scatter_path(sxc::ScatterPath::Auto);
   }
 };
 
-using CudaParam = std::tuple<OpParam, bool>;  // (op parameters, deterministic)
+// How a suite's scatters fold: atomics forced, the sorted path forced, or
+// the deterministic mode (sorted, with the path left on Auto).
+enum class Mode { Atomic, Sorted, Deterministic };
+using CudaParam = std::tuple<OpParam, Mode>;
 
 std::string cuda_param_name(const ::testing::TestParamInfo<CudaParam>& info) {
-  return std::get<0>(info.param).name + (std::get<1>(info.param) ? "_Deterministic" : "_Atomic");
+  static const char* const kNames[] = {"_Atomic", "_Sorted", "_Deterministic"};
+  return std::get<0>(info.param).name + kNames[static_cast<int>(std::get<1>(info.param))];
 }
 
 ParamSpec spec_of(std::vector<Reduce> reduces, bool vary_include_self, const char* variant_off = nullptr,
@@ -169,20 +183,30 @@ ParamSpec spec_of(std::vector<Reduce> reduces, bool vary_include_self, const cha
   return spec;
 }
 
-// Every op parameter, in the atomic and the deterministic mode (or one).
-auto in_modes(const ParamSpec& spec, std::vector<bool> deterministic = {false, true}) {
-  return ::testing::Combine(::testing::ValuesIn(make_params(spec)), ::testing::ValuesIn(deterministic));
+// Every op parameter, in every mode (or the ones given).
+auto in_modes(const ParamSpec& spec, std::vector<Mode> modes = {Mode::Atomic, Mode::Sorted, Mode::Deterministic}) {
+  return ::testing::Combine(::testing::ValuesIn(make_params(spec)), ::testing::ValuesIn(modes));
 }
 
 class CudaOpSuite : public ::testing::TestWithParam<CudaParam> {
  protected:
   void SetUp() override {
     if (sxc::device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
-    sxc::set_deterministic(deterministic());
+    sxc::set_deterministic(mode() == Mode::Deterministic);
+    sxc::set_scatter_path(mode() == Mode::Atomic   ? sxc::ScatterPath::Atomic
+                          : mode() == Mode::Sorted ? sxc::ScatterPath::Sorted
+                                                   : sxc::ScatterPath::Auto);
   }
-  void TearDown() override { sxc::set_deterministic(false); }
+  void TearDown() override {
+    sxc::set_deterministic(false);
+    sxc::set_scatter_path(sxc::ScatterPath::Auto);
+  }
   const OpParam& op() const { return std::get<0>(GetParam()); }
-  bool deterministic() const { return std::get<1>(GetParam()); }
+  Mode mode() const { return std::get<1>(GetParam()); }
+  bool deterministic() const { return mode() == Mode::Deterministic; }
+  // Reduces fold in a fixed order (scatter_ without reduce stays atomic
+  // unless deterministic).
+  bool ordered() const { return mode() != Mode::Atomic; }
 };
 
 struct Shapes {
@@ -238,15 +262,15 @@ TEST_P(CudaScatterReduce, MatchesReference) {
     const DeviceBuf dsrc = to_device(src);
     // out of place first (a device clone of self), then in place
     const Tensor copy = scatterx::scatter_reduce(dself.view, s.dim, dindex.view, dsrc.view, p.reduce, p.include_self);
-    EXPECT_TRUE(matches(to_host(copy), expected, p.reduce, deterministic())) << "scatter_reduce";
-    if (deterministic()) {
+    EXPECT_TRUE(matches(to_host(copy), expected, p.reduce, ordered())) << "scatter_reduce";
+    if (ordered()) {
       const Tensor again =
           scatterx::scatter_reduce(dself.view, s.dim, dindex.view, dsrc.view, p.reduce, p.include_self);
-      EXPECT_TRUE(same_values(to_host(again), to_host(copy))) << "deterministic mode, second run";
+      EXPECT_TRUE(same_values(to_host(again), to_host(copy))) << "sorted path, second run";
     }
     scatterx::scatter_reduce_(dself.view, s.dim, dindex.view, dsrc.view, p.reduce, p.include_self);
     to_host(dself, self);
-    EXPECT_TRUE(matches(self.view, expected, p.reduce, deterministic())) << "scatter_reduce_";
+    EXPECT_TRUE(matches(self.view, expected, p.reduce, ordered())) << "scatter_reduce_";
     EXPECT_TRUE(self.unchanged_outside_view());
   });
 }
@@ -310,7 +334,7 @@ TEST_P(CudaScatter, MatchesReference) {
       scatterx::scatter_(dself.view, s.dim, dindex.view, dsrc.view, p.reduce);
     }
     to_host(dself, self);
-    EXPECT_TRUE(matches(self.view, expected, p.reduce, deterministic()));
+    EXPECT_TRUE(matches(self.view, expected, p.reduce, ordered()));
     EXPECT_TRUE(self.unchanged_outside_view());
   });
 }
@@ -344,10 +368,10 @@ TEST_P(CudaIndexOps, MatchesReference) {
     DeviceBuf dself = to_device(self);
     const DeviceBuf dindex = to_device(index);
     const DeviceBuf dsource = to_device(source);
-    if (add && deterministic()) {
+    if (add && ordered()) {
       const Tensor first = scatterx::index_add(dself.view, s.dim, dindex.view, dsource.view, alpha);
       const Tensor second = scatterx::index_add(dself.view, s.dim, dindex.view, dsource.view, alpha);
-      EXPECT_TRUE(same_values(to_host(first), to_host(second))) << "deterministic mode, run to run";
+      EXPECT_TRUE(same_values(to_host(first), to_host(second))) << "sorted path, run to run";
     }
     if (add) {
       scatterx::index_add_(dself.view, s.dim, dindex.view, dsource.view, alpha);
@@ -355,7 +379,7 @@ TEST_P(CudaIndexOps, MatchesReference) {
       scatterx::index_reduce_(dself.view, s.dim, dindex.view, dsource.view, p.reduce, p.include_self);
     }
     to_host(dself, self);
-    EXPECT_TRUE(matches(self.view, expected, p.reduce, deterministic()));
+    EXPECT_TRUE(matches(self.view, expected, p.reduce, ordered()));
     EXPECT_TRUE(self.unchanged_outside_view());
   });
 }
@@ -394,7 +418,8 @@ TEST_P(CudaGather, MatchesReference) {
     EXPECT_TRUE(same_values(to_host(out), expected));
   });
 }
-INSTANTIATE_TEST_SUITE_P(Cuda, CudaGather, in_modes(spec_of({Reduce::None}, false, "Gather", "IndexSelect"), {false}),
+INSTANTIATE_TEST_SUITE_P(Cuda, CudaGather,
+                         in_modes(spec_of({Reduce::None}, false, "Gather", "IndexSelect"), {Mode::Atomic}),
                          cuda_param_name);
 
 // Rows of every byte width (1 to 16-byte vectors) and misaligned starts.
@@ -511,14 +536,43 @@ TEST_F(CudaTest, RunsOnTheCurrentStream) {
   ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
-// Deterministic mode: float sums bit-identical run to run and equal to the
-// CPU backend's, on heavily contended indices.
-TEST_F(CudaTest, DeterministicSumsAreBitIdenticalToTheCpu) {
+// index_add_weighted_ (MoE combine) on each path, against the reference:
+// rows of 1 and 96 columns, a strided weight vector, hot tokens.
+TEST_F(CudaTest, WeightedIndexAddMatchesReference) {
+  Rng rng(19);
+  for (DType dtype : {DType::Float32, DType::BFloat16, DType::Float64, DType::Int32, DType::Complex64}) {
+    for (int64_t hidden : {1, 96}) {
+      for (sxc::ScatterPath path : {sxc::ScatterPath::Atomic, sxc::ScatterPath::Sorted}) {
+        sxc::set_scatter_path(path);
+        const int64_t tokens = 40;
+        const int64_t rows = 3000;
+        Buf self = random_buf({tokens, hidden}, dtype, kContiguous, rng);
+        Buf index = index_buf({rows}, DType::Int64, kContiguous, rng, 0, hidden == 1 ? 3 : tokens - 1);
+        Buf source = random_buf({rows, hidden}, dtype, kContiguous, rng);
+        Buf weights = random_buf({rows}, dtype, random_layout(rng, false), rng);
+        const Tensor expected = ref::index_add_weighted(self.view, 0, index.view, source.view, weights.view);
+        DeviceBuf dself = to_device(self);
+        const DeviceBuf dindex = to_device(index);
+        const DeviceBuf dsource = to_device(source);
+        const DeviceBuf dweights = to_device(weights);
+        scatterx::index_add_weighted_(dself.view, 0, dindex.view, dsource.view, dweights.view);
+        to_host(dself, self);
+        EXPECT_TRUE(matches(self.view, expected, Reduce::Sum, path == sxc::ScatterPath::Sorted))
+            << dtype_label(dtype) << " hidden " << hidden << (path == sxc::ScatterPath::Sorted ? " sorted" : " atomic");
+      }
+    }
+  }
+}
+
+// Deterministic mode: float sums bit-identical run to run, and equal to the
+// CPU backend's where no destination has more than 64 values (those fold in
+// index order, one thread each).
+TEST_F(CudaTest, DeterministicShortRunsAreBitIdenticalToTheCpu) {
   sxc::set_deterministic(true);
   Rng rng(14);
-  Buf self = random_buf({16, 8}, DType::Float32, kContiguous, rng);
-  Buf index = index_buf({20000, 8}, DType::Int64, kContiguous, rng, 0, 15);
-  Buf src = random_buf({20000, 8}, DType::Float32, kContiguous, rng);
+  Buf self = random_buf({100, 8}, DType::Float32, kContiguous, rng);
+  Buf index = index_buf({2000, 8}, DType::Int64, kContiguous, rng, 0, 99);  // about 20 values per destination
+  Buf src = random_buf({2000, 8}, DType::Float32, kContiguous, rng);
   const Tensor cpu = scatterx::scatter_reduce(self.view, 0, index.view, src.view, Reduce::Sum);
   const DeviceBuf dself = to_device(self);
   const DeviceBuf dindex = to_device(index);
@@ -526,6 +580,97 @@ TEST_F(CudaTest, DeterministicSumsAreBitIdenticalToTheCpu) {
   for (int run = 0; run < 3; ++run) {
     const Tensor gpu = scatterx::scatter_reduce(dself.view, 0, dindex.view, dsrc.view, Reduce::Sum);
     EXPECT_TRUE(same_values(to_host(gpu), cpu)) << "run " << run;
+  }
+}
+
+// Element scatters onto a few hot destinations (thousands of values each):
+// chunked partial folds, then a block per destination. Bit-identical run to
+// run, close to the CPU; mean's counts and scatter_'s "last wins" exact.
+TEST_F(CudaTest, DeterministicLongElementRunsRepeatExactly) {
+  sxc::set_deterministic(true);
+  Rng rng(16);
+  Buf self = random_buf({16, 8}, DType::Float32, kContiguous, rng);
+  Buf index = index_buf({20000, 8}, DType::Int64, kContiguous, rng, 0, 15);
+  Buf src = random_buf({20000, 8}, DType::Float32, kContiguous, rng);
+  const DeviceBuf dself = to_device(self);
+  const DeviceBuf dindex = to_device(index);
+  const DeviceBuf dsrc = to_device(src);
+  for (Reduce reduce : {Reduce::Sum, Reduce::Mean, Reduce::Amax}) {
+    for (bool include_self : {true, false}) {
+      const Tensor cpu = scatterx::scatter_reduce(self.view, 0, index.view, src.view, reduce, include_self);
+      const Tensor first =
+          to_host(scatterx::scatter_reduce(dself.view, 0, dindex.view, dsrc.view, reduce, include_self));
+      EXPECT_TRUE(matches(first, cpu, reduce, true)) << reduce_name(reduce) << " include_self " << include_self;
+      for (int run = 0; run < 2; ++run) {
+        EXPECT_TRUE(same_values(
+            to_host(scatterx::scatter_reduce(dself.view, 0, dindex.view, dsrc.view, reduce, include_self)), first))
+            << reduce_name(reduce) << " run " << run;
+      }
+    }
+  }
+  const Tensor cpu = scatterx::scatter(self.view, 0, index.view, src.view);
+  EXPECT_TRUE(same_values(to_host(scatterx::scatter(dself.view, 0, dindex.view, dsrc.view)), cpu))
+      << "scatter_: the last value in index order wins";
+}
+
+// The index check's contention measure: the share of the most frequent
+// value, exact when that value is among the samples (a value with a quarter
+// of the index is missed with probability 0.75^32 ~ 1e-4).
+TEST_F(CudaTest, IndexCheckMeasuresTheHottestValuesShare) {
+  Rng rng(17);
+  const int64_t n = int64_t{1} << 17;
+  std::vector<int64_t> values(static_cast<size_t>(n));
+  int64_t hot = 0;
+  for (int64_t& v : values) {
+    v = rng.chance(0.25) ? 3 : rng.uniform(4, 49999);
+    hot += v == 3;
+  }
+  const Tensor host = make_tensor<int64_t>({n}, values);
+  const DeviceBuf index = to_device(whole(host));
+  const double share = backend::check_index_bounds("test", index.view, 0, 50000, true);
+  EXPECT_EQ(share, static_cast<double>(hot) / static_cast<double>(n));
+  EXPECT_EQ(backend::check_index_bounds("test", index.view, 0, 50000, false), -1.0) << "not asked";
+  sxc::set_index_checks(false);
+  EXPECT_EQ(backend::check_index_bounds("test", index.view, 0, 50000, true), -1.0) << "checks off";
+}
+
+// Auto takes the sorted path for a hot index and atomics otherwise; either
+// way the result is the reference's.
+TEST_F(CudaTest, AutoPathSortsOnlyContendedScatters) {
+  Rng rng(18);
+  const int64_t n = int64_t{1} << 17;
+  Buf self = random_buf({4096}, DType::Float32, kContiguous, rng);
+  Buf src = random_buf({n}, DType::Float32, kContiguous, rng);
+  std::vector<int64_t> hot_values(static_cast<size_t>(n));
+  for (int64_t& v : hot_values) v = rng.chance(0.5) ? 7 : rng.uniform(0, 4095);
+  const Tensor hot_host = make_tensor<int64_t>({n}, hot_values);
+  const Buf hot = whole(hot_host);
+  const Buf uniform = index_buf({n}, DType::Int64, kContiguous, rng, 0, 4095);
+  const DeviceBuf dself = to_device(self);
+  const DeviceBuf dsrc = to_device(src);
+  struct Case {
+    const char* name;
+    const Buf* index;
+    bool checks;
+    bool deterministic;
+    sxc::ScatterPath expected;
+  };
+  const Case cases[] = {
+      {"hot", &hot, true, false, sxc::ScatterPath::Sorted},
+      {"uniform", &uniform, true, false, sxc::ScatterPath::Atomic},
+      {"hot, checks off (not measured)", &hot, false, false, sxc::ScatterPath::Atomic},
+      {"uniform, deterministic", &uniform, true, true, sxc::ScatterPath::Sorted},
+  };
+  for (const Case& c : cases) {
+    sxc::set_index_checks(c.checks);
+    sxc::set_deterministic(c.deterministic);
+    const DeviceBuf dindex = to_device(*c.index);
+    for (Reduce reduce : {Reduce::Sum, Reduce::Amax}) {
+      const Tensor expected = ref::scatter_reduce(self.view, 0, c.index->view, src.view, reduce, true);
+      const Tensor gpu = to_host(scatterx::scatter_reduce(dself.view, 0, dindex.view, dsrc.view, reduce, true));
+      EXPECT_EQ(backend::last_scatter_path(), c.expected) << c.name << ", " << reduce_name(reduce);
+      EXPECT_TRUE(matches(gpu, expected, reduce, false)) << c.name << ", " << reduce_name(reduce);
+    }
   }
 }
 

@@ -1,6 +1,6 @@
-// index_add_ / index_add (alpha 1 and another alpha) and index_reduce_ /
-// index_reduce (prod, mean, amax, amin; include_self both ways) against the
-// serial reference, for every dtype x index dtype: random shapes of rank 0 to
+// index_add_ / index_add (alpha 1 and another alpha), index_add_weighted_ /
+// index_add_weighted and index_reduce_ / index_reduce (prod, mean, amax,
+// amin; include_self both ways) against the serial reference, for every dtype x index dtype: random shapes of rank 0 to
 // 4, every dim given positive and negative, heavy duplicates, empty index or
 // source, non-contiguous views of every argument.
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@ namespace {
 
 class IndexOpSuite : public ::testing::TestWithParam<OpParam> {
  protected:
-  void run(int cases) {
+  void run(int cases, bool weighted = false) {
     const OpParam& p = GetParam();
     const bool add = p.reduce == Reduce::Sum;
     const ValueOptions values = value_options_for(p.reduce);
@@ -51,7 +51,10 @@ class IndexOpSuite : public ::testing::TestWithParam<OpParam> {
       Buf self = random_buf(self_shape, p.dtype, random_layout(rng, false), rng, values);
       Buf index = index_buf(index_shape, p.index_dtype, random_layout(rng, true), rng, 0, hi);
       Buf source = random_buf(source_shape, p.dtype, random_layout(rng, true), rng, values);
-      if (add) {
+      if (weighted) {
+        Buf weights = random_buf(index_shape, p.dtype, random_layout(rng, false), rng, values);
+        check_index_add_weighted(passed_dim, self, index, source, weights);
+      } else if (add) {
         // (bool tensors get an explicit alpha=true: see IndexKnownAnswers.BoolWithDefaultAlpha)
         const bool default_alpha = !p.variant && p.dtype != DType::Bool && rng.chance(0.5);
         const Scalar alpha = p.variant ? other_alpha(p.dtype, rng) : one_alpha(p.dtype);
@@ -74,6 +77,53 @@ INSTANTIATE_TEST_SUITE_P(IndexAdd, IndexAddTest, ::testing::ValuesIn(make_params
                            return spec;
                          }())),
                          param_name);
+
+// One weight per index entry, any layout of it.
+using IndexAddWeightedTest = IndexOpSuite;
+TEST_P(IndexAddWeightedTest, MatchesReference) { run(40, true); }
+INSTANTIATE_TEST_SUITE_P(IndexAddWeighted, IndexAddWeightedTest, ::testing::ValuesIn(make_params([] {
+                           ParamSpec spec;
+                           spec.reduces = {Reduce::Sum};
+                           spec.name_reduce = false;
+                           return spec;
+                         }())),
+                         param_name);
+
+// MoE combine: top-2 rows of 300 float32 weighted back into 100 tokens.
+TEST(IndexAddWeighted, MoeCombineEqualsTheWeightedSum) {
+  Rng rng(21);
+  const int64_t tokens = 100;
+  const int64_t hidden = 300;
+  Buf out = random_buf({tokens, hidden}, DType::Float32, kContiguous, rng);
+  Buf ids = index_buf({2 * tokens}, DType::Int64, kContiguous, rng, 0, tokens - 1);
+  Buf rows = random_buf({2 * tokens, hidden}, DType::Float32, kContiguous, rng);
+  Buf probs = random_buf({2 * tokens}, DType::Float32, kContiguous, rng);
+  check_index_add_weighted(0, out, ids, rows, probs);
+}
+
+// Weights that do not fit the index or self raise, naming the argument.
+TEST(IndexAddWeighted, BadWeightsRaise) {
+  const Tensor self = Tensor::zeros({4, 3}, DType::Float32);
+  const Tensor index = make_tensor<int64_t>({2}, {0, 3});
+  const Tensor source = Tensor::zeros({2, 3}, DType::Float32);
+  expect_error<scatterx::ArgumentError>(
+      [&] { scatterx::index_add_weighted_(self, 0, index, source, Tensor::zeros({3}, DType::Float32)); },
+      {"index_add_weighted_", "weights", "one weight per index entry (2)", "[3]"});
+  expect_error<scatterx::ArgumentError>(
+      [&] {
+        scatterx::index_add_weighted_(self, 0, index, source, Tensor::zeros({2, 1}, DType::Float32));
+      },
+      {"index_add_weighted_", "weights", "[2, 1]"});
+  expect_error<scatterx::DTypeError>(
+      [&] { scatterx::index_add_weighted(self, 0, index, source, Tensor::zeros({2}, DType::Float64)); },
+      {"index_add_weighted", "weights", "float64", "float32"});
+  const Tensor bad_index = make_tensor<int64_t>({2}, {0, 4});
+  const Tensor before = Tensor::clone(self);
+  expect_error<scatterx::IndexError>(
+      [&] { scatterx::index_add_weighted_(self, 0, bad_index, source, Tensor::zeros({2}, DType::Float32)); },
+      {"index_add_weighted_", "index 4 is out of bounds"});
+  EXPECT_TRUE(same_values(self, before));
+}
 
 using IndexReduceTest = IndexOpSuite;
 TEST_P(IndexReduceTest, MatchesReference) { run(40); }

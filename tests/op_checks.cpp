@@ -210,6 +210,24 @@ void check_index_op(Reduce reduce, bool include_self, const Scalar& alpha, bool 
   EXPECT_TRUE(source.unchanged());
 }
 
+// index_add_weighted (out of place, then in place) against the reference;
+// nothing but self's view is written.
+void check_index_add_weighted(int64_t dim, Buf& self, Buf& index, Buf& source, Buf& weights) {
+  SCOPED_TRACE("index_add_weighted_ dim=" + std::to_string(dim) + "\n  self    " + self.str() + "\n  index   " +
+               index.str() + "\n  source  " + source.str() + "\n  weights " + weights.str());
+  for (Buf* b : {&self, &index, &source, &weights}) b->take_snapshot();
+  const Tensor expected = ref::index_add_weighted(self.view, dim, index.view, source.view, weights.view);
+  EXPECT_TRUE(
+      same_values(scatterx::index_add_weighted(self.view, dim, index.view, source.view, weights.view), expected))
+      << "out-of-place result";
+  EXPECT_TRUE(self.unchanged()) << "the out-of-place form modified self";
+  const TensorView returned = scatterx::index_add_weighted_(self.view, dim, index.view, source.view, weights.view);
+  EXPECT_TRUE(same_view_of(returned, self.view));
+  EXPECT_TRUE(same_values(self.view, expected)) << "in-place result";
+  EXPECT_TRUE(self.unchanged_outside_view());
+  for (Buf* b : {&index, &source, &weights}) EXPECT_TRUE(b->unchanged());
+}
+
 void check_gather(bool index_select, int64_t dim, Buf& input, Buf& index, Buf* out) {
   SCOPED_TRACE(std::string(index_select ? "index_select" : "gather") + " dim=" + std::to_string(dim) + "\n  input " +
                input.str() + "\n  index " + index.str() + (out ? "\n  out   " + out->str() : ""));

@@ -77,6 +77,9 @@ void check_scatter(ScatterForm form, Reduce reduce, bool include_self, int64_t d
                    const Scalar& value);
 
 // index_add_ (reduce Sum, with alpha; default_alpha calls it without one) or index_reduce_.
+// index_add_weighted (out of place, then in place) against the reference.
+void check_index_add_weighted(int64_t dim, Buf& self, Buf& index, Buf& source, Buf& weights);
+
 void check_index_op(Reduce reduce, bool include_self, const Scalar& alpha, bool default_alpha, int64_t dim, Buf& self,
                     Buf& index, Buf& source);
 

@@ -256,7 +256,7 @@ Tensor scatter_impl(const TensorView& self, int64_t dim, const TensorView& index
 // alpha) to self at c with coordinate `dim` replaced by index[c[dim]].
 template <typename T, typename I>
 Tensor index_impl(const TensorView& self, int64_t dim, const TensorView& index, const TensorView& source, Reduce reduce,
-                  bool include_self, const Scalar* alpha) {
+                  bool include_self, const Scalar* alpha, const TensorView* weights = nullptr) {
   using A = AccT<T>;
   dim = wrap_dim(dim, self.dim());
   Accumulator<T> acc(self, reduce, include_self);
@@ -267,6 +267,7 @@ Tensor index_impl(const TensorView& self, int64_t dim, const TensorView& index, 
   // for complex values (1+0j) * z is not always z: 0 * inf is NaN).
   const bool scaled = alpha != nullptr && !(alpha->real() == 1.0 && alpha->imag() == 0.0);
   const A alpha_acc = scaled ? scalar_to<A>(*alpha) : A(1);
+  const TensorView w = weights != nullptr ? as_1d(*weights) : TensorView();
   for_each_coord(src.sizes(), [&](const int64_t* c) {
     int64_t target[kMaxDims];
     std::memcpy(target, c, sizeof(int64_t) * static_cast<size_t>(src.dim()));
@@ -274,6 +275,7 @@ Tensor index_impl(const TensorView& self, int64_t dim, const TensorView& index, 
     target[dim] = checked(static_cast<int64_t>(load<I>(idx, i)), bound);
     A v = static_cast<A>(load<T>(src, c));
     if (scaled) v = mul(alpha_acc, v);
+    if (weights != nullptr) v = mul(v, static_cast<A>(load<T>(w, i)));
     acc.fold(target, v);
   });
   return acc.finish();
@@ -389,6 +391,15 @@ Tensor index_add(const TensorView& self, int64_t dim, const TensorView& index, c
     using T = typename decltype(tag)::type;
     using I = typename decltype(itag)::type;
     return index_impl<T, I>(self, dim, index, source, Reduce::Sum, true, &alpha);
+  });
+}
+
+Tensor index_add_weighted(const TensorView& self, int64_t dim, const TensorView& index, const TensorView& source,
+                          const TensorView& weights) {
+  return with_types(self.dtype(), index.dtype(), [&](auto tag, auto itag) {
+    using T = typename decltype(tag)::type;
+    using I = typename decltype(itag)::type;
+    return index_impl<T, I>(self, dim, index, source, Reduce::Sum, true, nullptr, &weights);
   });
 }
 

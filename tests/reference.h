@@ -34,6 +34,10 @@ scatterx::Tensor scatter_reduce(const scatterx::TensorView& self, int64_t dim, c
 // torch.Tensor.index_add(dim, index, source, alpha).
 scatterx::Tensor index_add(const scatterx::TensorView& self, int64_t dim, const scatterx::TensorView& index,
                            const scatterx::TensorView& source, const scatterx::Scalar& alpha);
+// index_add with source's slice i multiplied by weights[i] (in the
+// accumulation type, unrounded) before it is added.
+scatterx::Tensor index_add_weighted(const scatterx::TensorView& self, int64_t dim, const scatterx::TensorView& index,
+                                    const scatterx::TensorView& source, const scatterx::TensorView& weights);
 // torch.Tensor.index_reduce(dim, index, source, reduce, include_self).
 scatterx::Tensor index_reduce(const scatterx::TensorView& self, int64_t dim, const scatterx::TensorView& index,
                               const scatterx::TensorView& source, scatterx::Reduce reduce, bool include_self);

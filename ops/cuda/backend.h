@@ -36,7 +36,10 @@ void fill_value(void* device, const void* value, int64_t bytes, const char* op);
 // Raises IndexError (the CPU backend's message: first bad value row-major
 // and its position) when a value of `index` is outside [0, bound).
 // Synchronizes the current stream; does nothing when index checks are off.
-void check_index_bounds(const char* op, const TensorView& index, int64_t dim, int64_t bound);
+// With measure_contention, the same pass estimates the share of the index's
+// values taken by its most frequent value (see contention.h) and returns
+// it; -1 when not measured (checks off, or not asked).
+double check_index_bounds(const char* op, const TensorView& index, int64_t dim, int64_t bound, bool measure_contention);
 
 void gather(const GatherArgs& args);
 void scatter(const ScatterArgs& args);

@@ -18,6 +18,8 @@ void set_deterministic(bool) {}
 bool deterministic() { return false; }
 void set_index_checks(bool) {}
 bool index_checks() { return true; }
+void set_scatter_path(ScatterPath) {}
+ScatterPath scatter_path() { return ScatterPath::Auto; }
 
 }  // namespace cuda
 
@@ -35,7 +37,7 @@ void copy_to_host(void*, const void*, int64_t, const char* op) { unavailable(op)
 void copy_from_host(void*, const void*, int64_t, const char* op) { unavailable(op); }
 void fill_zero(void*, int64_t, const char* op) { unavailable(op); }
 void fill_value(void*, const void*, int64_t, const char* op) { unavailable(op); }
-void check_index_bounds(const char* op, const TensorView&, int64_t, int64_t) { unavailable(op); }
+double check_index_bounds(const char* op, const TensorView&, int64_t, int64_t, bool) { unavailable(op); }
 void gather(const GatherArgs& args) { unavailable(args.op); }
 void scatter(const ScatterArgs& args) { unavailable(args.op); }
 

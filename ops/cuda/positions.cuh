@@ -12,6 +12,7 @@ struct Position {
   int64_t indexed;     // into the indexed tensor, without the index's step along dim
   int64_t positional;  // into the positional tensor
   int64_t index;       // into index
+  int64_t i;           // the position along dim
 };
 
 __device__ __forceinline__ Position decode_position(const IndexGeometry& g, int64_t u) {
@@ -21,7 +22,7 @@ __device__ __forceinline__ Position decode_position(const IndexGeometry& g, int6
   int64_t off[3];
   g.outer.offsets(rest / g.k, off);
   return {off[0] + j * g.row_stride[0], off[1] + i * g.dim_stride[1] + j * g.row_stride[1],
-          off[2] + i * g.dim_stride[2] + j * g.row_stride[2]};
+          off[2] + i * g.dim_stride[2] + j * g.row_stride[2], i};
 }
 
 }  // namespace scatterx::detail::cuda

@@ -5,6 +5,7 @@
 #include "ops/cuda.h"
 #include "ops/cuda/backend.h"
 #include "ops/cuda/common.cuh"
+#include "ops/cuda/contention.h"
 
 namespace scatterx {
 
@@ -12,6 +13,7 @@ namespace {
 thread_local cudaStream_t g_current_stream = nullptr;
 std::atomic<bool> g_deterministic{false};
 std::atomic<bool> g_index_checks{true};
+std::atomic<cuda::ScatterPath> g_scatter_path{cuda::ScatterPath::Auto};
 }  // namespace
 
 namespace cuda {
@@ -43,12 +45,20 @@ void set_deterministic(bool on) { g_deterministic = on; }
 bool deterministic() { return g_deterministic; }
 void set_index_checks(bool on) { g_index_checks = on; }
 bool index_checks() { return g_index_checks; }
+void set_scatter_path(ScatterPath path) { g_scatter_path = path; }
+ScatterPath scatter_path() { return g_scatter_path; }
 
 }  // namespace cuda
 
 namespace detail::cuda {
 
 cudaStream_t stream() { return g_current_stream; }
+
+namespace {
+thread_local scatterx::cuda::ScatterPath g_last_scatter_path = scatterx::cuda::ScatterPath::Auto;
+}
+scatterx::cuda::ScatterPath last_scatter_path() { return g_last_scatter_path; }
+void set_last_scatter_path(scatterx::cuda::ScatterPath path) { g_last_scatter_path = path; }
 
 std::shared_ptr<void> allocate(int64_t bytes, Device device, const char* op) {
   if (bytes == 0) return std::shared_ptr<void>(nullptr, [](void*) {});

@@ -9,17 +9,18 @@
 //    destination and divides in a last pass. Values arrive in any order, so
 //    float sums round differently from run to run.
 //  - sorted: positions are stably radix-sorted by destination (scatter_sort.cu)
-//    and each destination's values are folded in a fixed order: by one
-//    thread in index order for element scatters (the CPU backend's result,
-//    bit for bit), by warps over columns for row scatters (chunked for long
-//    runs, see run_sorted_rows). Used in deterministic mode, and for the
-//    folds no atomic implements (kAtomicFold).
+//    and each destination's values are folded in a fixed order (see
+//    run_sorted): the same result run to run. Used in deterministic mode,
+//    for the folds no atomic implements (kAtomicFold), and when the index
+//    check found a destination hot enough that its atomics would serialize
+//    (contention.h).
 #pragma once
 
 #include "ops/cuda.h"
 #include "ops/cuda/atomics.cuh"
 #include "ops/cuda/backend.h"
 #include "ops/cuda/common.cuh"
+#include "ops/cuda/contention.h"
 #include "ops/cuda/positions.cuh"
 #include "ops/cuda/scatter_sort.h"
 #include "ops/detail/index_geometry.h"
@@ -29,11 +30,25 @@ namespace scatterx::detail::cuda {
 
 namespace {
 
+// What a value is multiplied by on the scaled path: alpha (index_add_), or
+// the weight of its position i along dim (index_add_weighted_).
+template <typename T>
+struct Scale {
+  acc_t<T> alpha;
+  const T* weights;  // nullptr: alpha
+  int64_t weight_stride;
+  __device__ __forceinline__ acc_t<T> at(int64_t i) const {
+    return weights != nullptr ? static_cast<acc_t<T>>(weights[i * weight_stride]) : alpha;
+  }
+};
+
 template <typename T, bool kScaled>
-__device__ __forceinline__ acc_t<T> load_value(const T* src, int64_t at, acc_t<T> alpha) {
+__device__ __forceinline__ acc_t<T> load_value(const T* src, const Position& p, int64_t column_offset,
+                                               const Scale<T>& scale) {
   using A = acc_t<T>;
+  const int64_t at = p.positional + column_offset;
   if constexpr (kScaled) {
-    return arith::mul(static_cast<A>(src[at]), alpha);
+    return arith::mul(static_cast<A>(src[at]), scale.at(p.i));
   } else {
     return static_cast<A>(src[at]);
   }
@@ -51,13 +66,13 @@ __global__ void fill_identity(T* self, const I* index, const IndexGeometry g, in
 
 template <typename T, Reduce R, typename I, bool kScaled, bool kCount>
 __global__ void fold_atomic(T* self, const T* src, const I* index, const IndexGeometry g, int64_t bound, int64_t total,
-                            acc_t<T> alpha, int* counts, int64_t self_lowest) {
+                            const Scale<T> scale, int* counts, int64_t self_lowest) {
   SCATTERX_GRID_LOOP(u, total) {
     const Position p = decode_position(g, u);
     const int64_t v = static_cast<int64_t>(index[p.index]);
     if (v < 0 || v >= bound) continue;
     const int64_t dest = p.indexed + v * g.dim_stride[0];
-    atomic_fold<R>(self + dest, load_value<T, kScaled>(src, p.positional, alpha));
+    atomic_fold<R>(self + dest, load_value<T, kScaled>(src, p, 0, scale));
     if constexpr (kCount) atomicAdd(counts + (dest - self_lowest), 1);
   }
 }
@@ -68,7 +83,7 @@ __global__ void fold_atomic(T* self, const T* src, const I* index, const IndexGe
 // destination takes up to 32 times fewer atomics.
 template <typename T, Reduce R, typename I, bool kScaled, bool kCount>
 __global__ void fold_atomic_aggregated(T* self, const T* src, const I* index, const IndexGeometry g, int64_t bound,
-                                       int64_t total, acc_t<T> alpha, int* counts, int64_t self_lowest) {
+                                       int64_t total, const Scale<T> scale, int* counts, int64_t self_lowest) {
   using A = acc_t<T>;
   // Raw storage: A may have a constructor, which __shared__ variables cannot run.
   __shared__ alignas(16) unsigned char storage[kThreads * sizeof(A)];
@@ -86,7 +101,7 @@ __global__ void fold_atomic_aggregated(T* self, const T* src, const I* index, co
       const int64_t v = static_cast<int64_t>(index[p.index]);
       if (v >= 0 && v < bound) {
         dest = p.indexed + v * g.dim_stride[0];
-        value = load_value<T, kScaled>(src, p.positional, alpha);
+        value = load_value<T, kScaled>(src, p, 0, scale);
       }
     }
     values[threadIdx.x] = value;
@@ -119,49 +134,28 @@ __global__ void finalize_mean(T* self, const StridedLayout<1> layout, int64_t to
   }
 }
 
-// One thread per destination of the sorted positions: folds its run of
-// values in index order (the sort is stable), then writes once.
-template <typename T, Reduce R, bool kScaled>
-__global__ void fold_sorted(T* self, const T* src, const IndexGeometry g, const uint64_t* keys,
-                            const int64_t* positions, int64_t total, uint64_t skipped_key, int64_t self_lowest,
-                            bool include_self, acc_t<T> alpha) {
-  using A = acc_t<T>;
-  using Op = ReduceOp<R, A>;
-  SCATTERX_GRID_LOOP(s, total) {
-    const uint64_t key = keys[s];
-    if (key == skipped_key || (s > 0 && keys[s - 1] == key)) continue;  // not the head of a run
-    T* dest = self + (static_cast<int64_t>(key) + self_lowest);
-    A acc = include_self ? static_cast<A>(*dest) : Op::identity();
-    int64_t n = 0;
-    for (int64_t q = s; q < total && keys[q] == key; ++q, ++n) {
-      acc = Op::combine(acc, load_value<T, kScaled>(src, decode_position(g, positions[q]).positional, alpha));
-    }
-    *dest = static_cast<T>(Op::finalize(acc, n + (include_self ? 1 : 0)));
-  }
-}
-
-// Rows (one index value per row of row_len elements: index_add_, an
-// expanded index): positions are sorted by destination row, and each run of
-// rows is folded by warps whose lanes take consecutive columns. A run longer
-// than kChunkRows is first folded chunk by chunk into partial rows (in
-// parallel), then the partials in chunk order: a fixed order, so results are
-// still the same run to run; runs of kChunkRows or fewer rows fold straight
-// from self in index order, the CPU backend's order.
+// The sorted path. Positions ("items": single elements, or whole rows of
+// row_len columns when one index value selects a row) are stably sorted by
+// destination, and each destination's run of items is folded in a fixed
+// order, so the result is the same run to run:
+//  - runs of kChunkRows items or fewer fold straight from self in index
+//    order (the CPU backend's order, so its result bit for bit), one thread
+//    per (run, column);
+//  - longer runs (hot destinations: power-law degrees, skewed routing) are
+//    cut into chunks of kChunkRows items folded in parallel into partials,
+//    one thread per (chunk, column); then a block per run folds its partials,
+//    each thread a fixed strided share and the block's shares in thread
+//    order. A hot destination thus costs a few parallel steps, not a serial
+//    walk over all of its items.
 constexpr int64_t kChunkRows = 64;
 
-// Calls f(item, column) for every item (chunk or run) and column of a row,
-// a warp per (item, 32 columns): lanes take consecutive columns, so the
-// rows' loads and stores are coalesced.
-template <typename F>
-__device__ __forceinline__ void for_each_warp_column(int64_t items, int64_t row_len, F f) {
-  const int64_t tiles = (row_len + 31) / 32;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
-  const int lane = threadIdx.x % 32;
-  for (int64_t w = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; w < items * tiles; w += warps) {
-    const int64_t j = (w % tiles) * 32 + lane;
-    if (j < row_len) f(w / tiles, j);
-  }
-}
+struct SortedItems {     // plain data: how the kernels read a sorted item
+  IndexGeometry items;   // decodes a sorted position (row_len 1: one item each)
+  int64_t row_len = 1;   // columns per item
+  int64_t self_col = 0;  // column strides in self and src
+  int64_t src_col = 0;
+  const int64_t* positions = nullptr;
+};
 
 __device__ __forceinline__ int64_t run_of_chunk(const int64_t* chunk_offsets, int64_t runs, int64_t chunk) {
   int64_t lo = 0;  // the last run whose first chunk is <= chunk (upper bound - 1)
@@ -177,52 +171,100 @@ __device__ __forceinline__ int64_t run_of_chunk(const int64_t* chunk_offsets, in
   return lo;
 }
 
+template <typename T, bool kScaled>
+__device__ __forceinline__ acc_t<T> load_item(const T* src, const SortedItems& it, int64_t s, int64_t j,
+                                              const Scale<T>& scale) {
+  return load_value<T, kScaled>(src, decode_position(it.items, it.positions[s]), j * it.src_col, scale);
+}
+
+// Consecutive threads take consecutive columns of an item, then the next
+// item: coalesced row reads when rows are wide, one item per thread when not.
 template <typename T, Reduce R, bool kScaled>
-__global__ void fold_row_chunks(acc_t<T>* partial, const T* src, const IndexGeometry rows_g, int64_t row_len,
-                                int64_t src_row_stride, const int64_t* positions, RunsView runs, acc_t<T> alpha) {
+__global__ void fold_chunks(acc_t<T>* partial, const T* src, const SortedItems it, RunsView runs,
+                            const Scale<T> scale) {
   using A = acc_t<T>;
   using Op = ReduceOp<R, A>;
-  for_each_warp_column(runs.chunks, row_len, [&](int64_t chunk, int64_t j) {
+  SCATTERX_GRID_LOOP(t, runs.chunks * it.row_len) {
+    const int64_t chunk = t / it.row_len;
+    const int64_t j = t % it.row_len;
     const int64_t run = run_of_chunk(runs.chunk_offsets, runs.runs, chunk);
     const int64_t first = runs.offsets[run] + (chunk - runs.chunk_offsets[run]) * kChunkRows;
     const int64_t last = min(first + kChunkRows, runs.offsets[run] + runs.counts[run]);
     A acc = Op::identity();
-    for (int64_t s = first; s < last; ++s) {
-      const int64_t at = decode_position(rows_g, positions[s]).positional + j * src_row_stride;
-      acc = Op::combine(acc, load_value<T, kScaled>(src, at, alpha));
-    }
-    partial[chunk * row_len + j] = acc;
-  });
+    for (int64_t s = first; s < last; ++s) acc = Op::combine(acc, load_item<T, kScaled>(src, it, s, j, scale));
+    partial[t] = acc;
+  }
 }
 
 template <typename T, Reduce R, bool kScaled>
-__global__ void fold_row_runs(T* self, const T* src, const acc_t<T>* partial, const IndexGeometry rows_g,
-                              int64_t row_len, int64_t self_row_stride, int64_t src_row_stride,
-                              const int64_t* positions, RunsView runs, uint64_t skipped_key, int64_t self_lowest,
-                              bool include_self, acc_t<T> alpha) {
+__global__ void fold_short_runs(T* self, const T* src, const SortedItems it, RunsView runs, uint64_t skipped_key,
+                                int64_t self_lowest, bool include_self, const Scale<T> scale) {
   using A = acc_t<T>;
   using Op = ReduceOp<R, A>;
-  for_each_warp_column(runs.runs, row_len, [&](int64_t run, int64_t j) {
-    if (runs.keys[run] == skipped_key) return;
-    T* dest = self + (static_cast<int64_t>(runs.keys[run]) + self_lowest) + j * self_row_stride;
-    A acc = include_self ? static_cast<A>(*dest) : Op::identity();
+  SCATTERX_GRID_LOOP(t, runs.runs * it.row_len) {
+    const int64_t run = t / it.row_len;
+    const int64_t j = t % it.row_len;
     const int64_t count = runs.counts[run];
-    if (count <= kChunkRows) {
-      for (int64_t s = runs.offsets[run]; s < runs.offsets[run] + count; ++s) {
-        const int64_t at = decode_position(rows_g, positions[s]).positional + j * src_row_stride;
-        acc = Op::combine(acc, load_value<T, kScaled>(src, at, alpha));
-      }
-    } else {
-      for (int64_t c = runs.chunk_offsets[run]; c < runs.chunk_offsets[run + 1]; ++c) {
-        acc = Op::combine(acc, partial[c * row_len + j]);
-      }
+    if (runs.keys[run] == skipped_key || count > kChunkRows) continue;
+    T* dest = self + (static_cast<int64_t>(runs.keys[run]) + self_lowest) + j * it.self_col;
+    A acc = include_self ? static_cast<A>(*dest) : Op::identity();
+    for (int64_t s = runs.offsets[run]; s < runs.offsets[run] + count; ++s) {
+      acc = Op::combine(acc, load_item<T, kScaled>(src, it, s, j, scale));
     }
     *dest = static_cast<T>(Op::finalize(acc, count + (include_self ? 1 : 0)));
-  });
+  }
+}
+
+// A block per long run (grid-stride over runs; short runs are skipped by the
+// whole block at once). Threads split into `shares` groups of `width`
+// columns: share s folds the s-th contiguous slice of the run's partials in
+// its column, then share 0 folds self and the shares in order, so the
+// partials fold in chunk order (scatter_ without reduce: the last wins).
+template <typename T, Reduce R>
+__global__ void fold_long_runs(T* self, const acc_t<T>* partial, const SortedItems it, RunsView runs,
+                               uint64_t skipped_key, int64_t self_lowest, bool include_self) {
+  using A = acc_t<T>;
+  using Op = ReduceOp<R, A>;
+  __shared__ alignas(16) unsigned char storage[kThreads * sizeof(A)];
+  A* shares_acc = reinterpret_cast<A*>(storage);
+  const int64_t width = it.row_len < 32 ? it.row_len : 32;
+  const int64_t shares = kThreads / width;
+  const int64_t share = threadIdx.x / width;
+  const int64_t c = threadIdx.x % width;
+  for (int64_t run = blockIdx.x; run < runs.runs; run += gridDim.x) {
+    const int64_t first_chunk = runs.chunk_offsets[run];
+    const int64_t end_chunk = runs.chunk_offsets[run + 1];
+    if (first_chunk == end_chunk || runs.keys[run] == skipped_key) continue;  // uniform over the block
+    T* base = self + (static_cast<int64_t>(runs.keys[run]) + self_lowest);
+    for (int64_t tile = 0; tile < it.row_len; tile += width) {
+      const int64_t j = tile + c;
+      const bool active = share < shares && j < it.row_len;
+      const int64_t per_share = (end_chunk - first_chunk + shares - 1) / shares;
+      const int64_t from = first_chunk + share * per_share;
+      const int64_t to = min(from + per_share, end_chunk);
+      A acc = Op::identity();
+      if (active) {
+        for (int64_t q = from; q < to; ++q) acc = Op::combine(acc, partial[q * it.row_len + j]);
+      }
+      shares_acc[threadIdx.x] = acc;
+      __syncthreads();
+      if (active && share == 0) {
+        T* dest = base + j * it.self_col;
+        A total = include_self ? static_cast<A>(*dest) : Op::identity();
+        // Empty shares (fewer chunks than shares) hold no value, not an identity.
+        for (int64_t s = 0; s < shares && s * per_share < end_chunk - first_chunk; ++s) {
+          total = Op::combine(total, shares_acc[s * width + c]);
+        }
+        *dest = static_cast<T>(Op::finalize(total, runs.counts[run] + (include_self ? 1 : 0)));
+      }
+      __syncthreads();
+    }
+  }
 }
 
 template <typename T, Reduce R, typename I, bool kScaled>
-void run_atomic(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& span, int64_t total, acc_t<T> alpha) {
+void run_atomic(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& span, int64_t total,
+                const Scale<T>& scale) {
   T* self = static_cast<T*>(a.self.data());
   const T* src = static_cast<const T*>(a.src.data());
   const I* index = static_cast<const I*>(a.index.data());
@@ -245,11 +287,11 @@ void run_atomic(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& sp
   if (kAggregates && g.row_len == 1) {
     if constexpr (kAggregates) {
       fold_atomic_aggregated<T, R, I, kScaled, kCount>
-          <<<blocks, kThreads, 0, stream()>>>(self, src, index, g, bound, total, alpha, hits, span.lowest);
+          <<<blocks, kThreads, 0, stream()>>>(self, src, index, g, bound, total, scale, hits, span.lowest);
     }
   } else {
     fold_atomic<T, R, I, kScaled, kCount>
-        <<<blocks, kThreads, 0, stream()>>>(self, src, index, g, bound, total, alpha, hits, span.lowest);
+        <<<blocks, kThreads, 0, stream()>>>(self, src, index, g, bound, total, scale, hits, span.lowest);
   }
   check_launch(a.op, "fold_atomic");
   if constexpr (kCount) {
@@ -263,41 +305,38 @@ void run_atomic(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& sp
 }
 
 template <typename T, Reduce R, bool kScaled>
-void run_sorted_rows(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& span, acc_t<T> alpha) {
+void run_sorted(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& span, int64_t total,
+                const Scale<T>& scale) {
   using A = acc_t<T>;
-  IndexGeometry rows_g = g;  // one position per row: the index is constant along it
-  rows_g.row_len = 1;
-  const int64_t rows = g.outer_numel * g.k;
-  const SortedPositions sorted = sort_by_destination(a, rows_g, span, rows);
-  const Runs found = find_runs(a, sorted, rows, kChunkRows);
+  SortedItems it;
+  it.items = g;
+  int64_t items = total;
+  if (g.slice_index && g.row_len > 1) {  // one index value per row: sort rows
+    it.items.row_len = 1;
+    it.row_len = g.row_len;
+    it.self_col = g.row_stride[0];
+    it.src_col = g.row_stride[1];
+    items = g.outer_numel * g.k;
+  }
+  const SortedPositions sorted = sort_by_destination(a, it.items, span, items);
+  it.positions = sorted.positions;
+  const Runs found = find_runs(a, sorted, items, kChunkRows);
   const RunsView& runs = found.view;
-  const int64_t tiles = (g.row_len + 31) / 32;
-  std::shared_ptr<void> partial =
-      allocate(std::max<int64_t>(1, runs.chunks * g.row_len) * int64_t{sizeof(A)}, a.self.device(), a.op);
-  auto* partials = static_cast<A*>(partial.get());
+  T* self = static_cast<T*>(a.self.data());
   const T* src = static_cast<const T*>(a.src.data());
-  if (runs.chunks > 0) {
-    fold_row_chunks<T, R, kScaled><<<blocks_for(runs.chunks * tiles * 32), kThreads, 0, stream()>>>(
-        partials, src, rows_g, g.row_len, g.row_stride[1], sorted.positions, runs, alpha);
-    check_launch(a.op, "fold_row_chunks");
-  }
-  fold_row_runs<T, R, kScaled><<<blocks_for(runs.runs * tiles * 32), kThreads, 0, stream()>>>(
-      static_cast<T*>(a.self.data()), src, partials, rows_g, g.row_len, g.row_stride[0], g.row_stride[1],
-      sorted.positions, runs, sorted.skipped_key, span.lowest, a.include_self, alpha);
-  check_launch(a.op, "fold_row_runs");
-}
-
-template <typename T, Reduce R, bool kScaled>
-void run_sorted(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& span, int64_t total, acc_t<T> alpha) {
-  if (g.slice_index && g.row_len > 1) {
-    run_sorted_rows<T, R, kScaled>(a, g, span, alpha);
-    return;
-  }
-  const SortedPositions sorted = sort_by_destination(a, g, span, total);
-  fold_sorted<T, R, kScaled><<<blocks_for(total), kThreads, 0, stream()>>>(
-      static_cast<T*>(a.self.data()), static_cast<const T*>(a.src.data()), g, sorted.keys, sorted.positions, total,
-      sorted.skipped_key, span.lowest, a.include_self, alpha);
-  check_launch(a.op, "fold_sorted");
+  fold_short_runs<T, R, kScaled><<<blocks_for(runs.runs * it.row_len), kThreads, 0, stream()>>>(
+      self, src, it, runs, sorted.skipped_key, span.lowest, a.include_self, scale);
+  check_launch(a.op, "fold_short_runs");
+  if (runs.chunks == 0) return;
+  std::shared_ptr<void> partial = allocate(runs.chunks * it.row_len * int64_t{sizeof(A)}, a.self.device(), a.op);
+  auto* partials = static_cast<A*>(partial.get());
+  fold_chunks<T, R, kScaled>
+      <<<blocks_for(runs.chunks * it.row_len), kThreads, 0, stream()>>>(partials, src, it, runs, scale);
+  check_launch(a.op, "fold_chunks");
+  const unsigned long_run_blocks = static_cast<unsigned>(std::min<int64_t>(runs.runs, 4096));
+  fold_long_runs<T, R><<<long_run_blocks, kThreads, 0, stream()>>>(self, partials, it, runs, sorted.skipped_key,
+                                                                   span.lowest, a.include_self);
+  check_launch(a.op, "fold_long_runs");
 }
 
 }  // namespace
@@ -312,18 +351,25 @@ void scatter_cuda_dtype(const ScatterArgs& a, const IndexGeometry& g) {
   dispatch_reduce(a.reduce, [&](auto reduce_tag) {
     constexpr Reduce R = decltype(reduce_tag)::value;
     if constexpr (reduce_supported(R, D)) {
-      const bool scaled = R == Reduce::Sum && a.scaled;
-      const A alpha = scaled ? a.alpha.to<A>(a.op, "alpha") : A(1);
-      const bool sorted = scatterx::cuda::deterministic() || !kAtomicFold<R, T>;
+      const bool scaled = R == Reduce::Sum && (a.scaled || a.weighted);
+      Scale<T> scale{A(1), nullptr, 0};
+      if (R == Reduce::Sum && a.scaled) scale.alpha = a.alpha.to<A>(a.op, "alpha");
+      if (R == Reduce::Sum && a.weighted) {
+        scale.weights = static_cast<const T*>(a.weights.data());
+        scale.weight_stride = a.weights.stride(0);
+      }
+      const bool sorted =
+          scatterx::cuda::deterministic() || !kAtomicFold<R, T> || (R != Reduce::None && prefers_sorted(a, total));
+      set_last_scatter_path(sorted ? scatterx::cuda::ScatterPath::Sorted : scatterx::cuda::ScatterPath::Atomic);
       auto run = [&](auto scaled_tag) {
         constexpr bool kScaled = decltype(scaled_tag)::value;
         if (sorted) {
-          run_sorted<T, R, kScaled>(a, g, span, total, alpha);
+          run_sorted<T, R, kScaled>(a, g, span, total, scale);
           return;
         }
         if constexpr (kAtomicFold<R, T>) {
           dispatch_index_dtype(a.index.dtype(), a.op, [&](auto index_tag) {
-            run_atomic<T, R, typename decltype(index_tag)::type, kScaled>(a, g, span, total, alpha);
+            run_atomic<T, R, typename decltype(index_tag)::type, kScaled>(a, g, span, total, scale);
           });
         }
       };

@@ -149,12 +149,10 @@ template <typename I>
 
 }  // namespace
 
-void check_index_bounds(const char* op, const TensorView& index, int64_t dim, int64_t bound) {
-  if (index.numel() == 0) return;
-  if (index.device().is_cuda()) {
-    cuda::check_index_bounds(op, index, dim, bound);
-    return;
-  }
+double check_index_bounds(const char* op, const TensorView& index, int64_t dim, int64_t bound,
+                          bool measure_contention) {
+  if (index.numel() == 0) return -1;
+  if (index.device().is_cuda()) return cuda::check_index_bounds(op, index, dim, bound, measure_contention);
   dispatch_index_dtype(index.dtype(), op, [&](auto tag) {
     using I = typename decltype(tag)::type;
     const I* data = static_cast<const I*>(index.data());
@@ -202,6 +200,7 @@ void check_index_bounds(const char* op, const TensorView& index, int64_t dim, in
     }
     if (lo < 0 || hi >= bound) raise_first_bad_index<I>(op, index, dim, bound);
   });
+  return -1;
 }
 
 }  // namespace scatterx::detail

@@ -40,6 +40,11 @@ void check_no_overlap(const char* op, const char* written_name, const TensorView
 // Every value of `index` lies in [0, bound), bound being the size of
 // dimension `dim` of the indexed tensor. Raises IndexError naming the first
 // bad value (row-major) and its position in `index`.
-void check_index_bounds(const char* op, const TensorView& index, int64_t dim, int64_t bound);
+//
+// For a CUDA index with measure_contention, also returns the estimated
+// share of the index's values taken by its most frequent value (the CUDA
+// scatter's path choice, ops/cuda/contention.h); otherwise -1.
+double check_index_bounds(const char* op, const TensorView& index, int64_t dim, int64_t bound,
+                          bool measure_contention = false);
 
 }  // namespace scatterx::detail

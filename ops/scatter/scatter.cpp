@@ -79,16 +79,24 @@ PreparedScatter prepare_scatter(const char* op, const TensorView& self, int64_t 
     a.src = TensorView(p.value.data(), self.dtype(), a.index.sizes(), zeros, self.device());
   }
   if (in_place) check_in_place(op, a.self, a.index, a.src);
-  detail::check_index_bounds(op, index, a.dim, a.self.size(a.dim));
+  a.hottest_index_share = detail::check_index_bounds(op, index, a.dim, a.self.size(a.dim), a.reduce != Reduce::None);
   return p;
 }
 
 // index_add_ and index_reduce_.
 PreparedScatter prepare_index_op(const char* op, const TensorView& self, int64_t dim, const TensorView& index,
                                  const TensorView& source, Reduce reduce, bool include_self, const Scalar& alpha,
-                                 bool in_place) {
+                                 bool in_place, const TensorView* weights = nullptr) {
   PreparedScatter p;
-  detail::check_devices(op, {{"self", &self}, {"index", &index}, {"source", &source}});
+  if (weights != nullptr) {
+    detail::check_devices(op, {{"self", &self}, {"index", &index}, {"source", &source}, {"weights", weights}});
+    detail::check_same_dtype(op, "weights", *weights, "self", self);
+    SCATTERX_CHECK(weights->dim() <= 1 && weights->numel() == index.numel(), ArgumentError, op,
+                   "expected weights to be a vector with one weight per index entry (", index.numel(), "), got shape ",
+                   weights->sizes().str());
+  } else {
+    detail::check_devices(op, {{"self", &self}, {"index", &index}, {"source", &source}});
+  }
   detail::check_index_dtype(op, "index", index);
   detail::check_same_dtype(op, "source", source, "self", self);
   detail::check_reduce_supported(op, reduce, self.dtype());
@@ -132,12 +140,17 @@ PreparedScatter prepare_index_op(const char* op, const TensorView& self, int64_t
   Shape strides = a.src.sizes();
   for (int64_t d = 0; d < strides.size(); ++d) strides[d] = d == a.dim ? index1.stride(0) : 0;
   a.index = TensorView(index1.data(), index1.dtype(), a.src.sizes(), strides, index1.device());
+  if (weights != nullptr) {
+    a.weighted = true;
+    a.weights = detail::at_least_1d(*weights);
+  }
   if (in_place) {
     detail::check_no_internal_overlap(op, "self", a.self);
     detail::check_no_overlap(op, "self", a.self, "index", index1);
     detail::check_no_overlap(op, "self", a.self, "source", a.src);
+    if (weights != nullptr) detail::check_no_overlap(op, "self", a.self, "weights", a.weights);
   }
-  detail::check_index_bounds(op, index1, a.dim, a.self.size(a.dim));
+  a.hottest_index_share = detail::check_index_bounds(op, index1, a.dim, a.self.size(a.dim), true);
   p.noop = index1.numel() == 0 || a.src.numel() == 0;
   return p;
 }
@@ -240,6 +253,20 @@ TensorView index_add_(const TensorView& self, int64_t dim, const TensorView& ind
 Tensor index_add(const TensorView& self, int64_t dim, const TensorView& index, const TensorView& source,
                  const Scalar& alpha) {
   PreparedScatter p = prepare_index_op("index_add", self, dim, index, source, Reduce::Sum, true, alpha, false);
+  return run_on_copy(p, self);
+}
+
+TensorView index_add_weighted_(const TensorView& self, int64_t dim, const TensorView& index, const TensorView& source,
+                               const TensorView& weights) {
+  return run_in_place(
+      prepare_index_op("index_add_weighted_", self, dim, index, source, Reduce::Sum, true, Scalar(1), true, &weights),
+      self);
+}
+
+Tensor index_add_weighted(const TensorView& self, int64_t dim, const TensorView& index, const TensorView& source,
+                          const TensorView& weights) {
+  PreparedScatter p =
+      prepare_index_op("index_add_weighted", self, dim, index, source, Reduce::Sum, true, Scalar(1), false, &weights);
   return run_on_copy(p, self);
 }
 

@@ -69,6 +69,18 @@ TensorView index_add_(const TensorView& self, int64_t dim, const TensorView& ind
 Tensor index_add(const TensorView& self, int64_t dim, const TensorView& index, const TensorView& source,
                  const Scalar& alpha = Scalar(int64_t{1}));
 
+// self[..., index[i], ...] += weights[i] * source[..., i, ...]: index_add_
+// with one weight per index entry, in one pass (MoE combine: expert outputs
+// weighted by their router probabilities, summed into their tokens).
+// weights is 1-d (or 0-d) with index's length and self's dtype; the product
+// is formed in the accumulation type and not rounded to self's dtype before
+// the sum (so float16/bfloat16 results can differ from torch's
+// index_add_(dim, index, source * weights[:, None]) by that rounding).
+TensorView index_add_weighted_(const TensorView& self, int64_t dim, const TensorView& index, const TensorView& source,
+                               const TensorView& weights);
+Tensor index_add_weighted(const TensorView& self, int64_t dim, const TensorView& index, const TensorView& source,
+                          const TensorView& weights);
+
 // torch.Tensor.index_reduce_: index_add_'s shapes with reduce Prod, Mean,
 // Amax or Amin and include_self as in scatter_reduce_.
 TensorView index_reduce_(const TensorView& self, int64_t dim, const TensorView& index, const TensorView& source,

@@ -67,12 +67,18 @@ class CpuScatter {
         index_(static_cast<const I*>(args.index.data())),
         num_targets_(args.self.size(args.dim)),
         include_self_(args.include_self),
-        scaled_(R == Reduce::Sum && args.scaled) {
-    if (scaled_) alpha_ = args.alpha.to<A>(args.op, "alpha");
+        scaled_(R == Reduce::Sum && (args.scaled || args.weighted)) {
+    if (R == Reduce::Sum && args.scaled) alpha_ = args.alpha.to<A>(args.op, "alpha");
+    if (R == Reduce::Sum && args.weighted) {
+      weights_ = static_cast<const T*>(args.weights.data());
+      weight_stride_ = args.weights.stride(0);
+    }
   }
 
   void run() const {
-    if (g_.slice_index && (g_.row_len >= kMinGroupedRow || !kDirect)) {
+    // Weights are applied per source row, which only the grouped path
+    // (always available: index_add_weighted_'s index is slice-wise) does.
+    if (g_.slice_index && (g_.row_len >= kMinGroupedRow || !kDirect || weights_ != nullptr)) {
       run_grouped();
     } else if constexpr (kDirect) {
       run_direct();
@@ -85,12 +91,21 @@ class CpuScatter {
 
  private:
   template <bool kScaled>
-  SCATTERX_INLINE A value(const T& v) const {
+  SCATTERX_INLINE A value(const T& v, const A& factor) const {
     if constexpr (kScaled) {
-      return arith::mul(static_cast<A>(v), alpha_);
+      return arith::mul(static_cast<A>(v), factor);
     } else {
       return static_cast<A>(v);
     }
+  }
+  template <bool kScaled>
+  SCATTERX_INLINE A value(const T& v) const {
+    return value<kScaled>(v, alpha_);
+  }
+
+  // What source row i is multiplied by on the scaled path.
+  SCATTERX_INLINE A row_factor(int64_t i) const {
+    return weights_ != nullptr ? static_cast<A>(weights_[i * weight_stride_]) : alpha_;
   }
 
   SCATTERX_INLINE A start(const T& current) const { return include_self_ ? static_cast<A>(current) : Op::identity(); }
@@ -195,7 +210,8 @@ class CpuScatter {
         prefetch_row(f.src + f.pos[p + f.ahead] * step, f.len * int64_t{sizeof(T)});
       }
       const T* row = f.src + f.pos[p] * step;
-      for (int64_t j = 0; j < f.len; ++j) acc[j] = Op::combine(acc[j], value<kScaled>(row[j * ss]));
+      const A factor = kScaled ? row_factor(f.pos[p]) : A(1);
+      for (int64_t j = 0; j < f.len; ++j) acc[j] = Op::combine(acc[j], value<kScaled>(row[j * ss], factor));
     }
     const int64_t count = f.n + (include_self_ ? 1 : 0);
     for (int64_t j = 0; j < f.len; ++j) dst[j * ds] = static_cast<T>(Op::finalize(acc[j], count));
@@ -340,7 +356,9 @@ class CpuScatter {
   int64_t num_targets_;
   bool include_self_;
   bool scaled_;
-  A alpha_{};
+  A alpha_{1};
+  const T* weights_ = nullptr;
+  int64_t weight_stride_ = 0;
 };
 
 template <DType D>

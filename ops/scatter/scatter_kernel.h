@@ -22,6 +22,13 @@ struct ScatterArgs {
   bool include_self = true;
   bool scaled = false;  // src is multiplied by alpha (index_add_ with alpha != 1; Reduce::Sum only)
   Scalar alpha;
+  // index_add_weighted_ (Reduce::Sum, alpha 1): the value at position i
+  // along dim is multiplied by weights[i]; a 1-d view of self's dtype.
+  bool weighted = false;
+  TensorView weights;
+  // CUDA: the index check's estimate of the share of index values taken by
+  // the most frequent one (ops/cuda/contention.h); -1 when not measured.
+  double hottest_index_share = -1;
 };
 
 void scatter_cpu(const ScatterArgs& args);

@@ -17,6 +17,8 @@ from ._ops import (
     gather,
     index_add,
     index_add_,
+    index_add_weighted,
+    index_add_weighted_,
     index_reduce,
     index_reduce_,
     index_select,
@@ -41,6 +43,8 @@ __all__ = [
     "scatter_reduce_",
     "index_add",
     "index_add_",
+    "index_add_weighted",
+    "index_add_weighted_",
     "index_reduce",
     "index_reduce_",
 ]

@@ -30,7 +30,8 @@ from . import _C
 
 __all__ = [
     "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce", "scatter_reduce_",
-    "index_select", "index_add", "index_add_", "index_reduce", "index_reduce_",
+    "index_select", "index_add", "index_add_", "index_add_weighted", "index_add_weighted_", "index_reduce",
+    "index_reduce_",
 ]
 
 Array = Any  # numpy.ndarray or torch.Tensor
@@ -273,6 +274,31 @@ def index_add(input: Array, dim: int, index: Array, source: Array, *, alpha: Any
 def index_add_(input: Array, dim: int, index: Array, source: Array, *, alpha: Any = 1) -> Array:
     """Tensor.index_add_: in place; returns ``input``."""
     return _index_add(True, input, dim, index, source, alpha)
+
+
+def _index_add_weighted(in_place, input, dim, index, source, weights):
+    op = "index_add_weighted_" if in_place else "index_add_weighted"
+    _no_grad_support(op, input, source, weights)
+    self_ = _writable(input, op, "input") if in_place else _raw(input, op, "input")
+    result = _C.index_add_weighted(self_, dim, _raw(index, op, "index"), _raw(source, op, "source"),
+                                   _raw(weights, op, "weights"), in_place, _framework(input))
+    return input if in_place else result
+
+
+def index_add_weighted(input: Array, dim: int, index: Array, source: Array, weights: Array) -> Array:
+    """A copy of input with ``out[..., index[i], ...] += weights[i] * source[..., i, ...]``, in one pass.
+
+    MoE combine: ``index_add_weighted(zeros(tokens, h), 0, token_of_row, expert_out, prob_of_row)``.
+    ``weights`` has one entry per index entry and input's dtype; each product is formed in the
+    accumulation type (float for float16/bfloat16) and not rounded before the sum, so it can differ
+    from ``input.index_add(dim, index, source * weights[:, None])`` by that rounding.
+    """
+    return _index_add_weighted(False, input, dim, index, source, weights)
+
+
+def index_add_weighted_(input: Array, dim: int, index: Array, source: Array, weights: Array) -> Array:
+    """index_add_weighted in place; returns ``input``."""
+    return _index_add_weighted(True, input, dim, index, source, weights)
 
 
 def _index_reduce(in_place, input, dim, index, source, reduce, include_self):

@@ -10,7 +10,18 @@ from __future__ import annotations
 
 from . import _C
 
-__all__ = ["is_built", "device_count", "set_deterministic", "deterministic", "set_index_checks", "index_checks"]
+__all__ = [
+    "is_built",
+    "device_count",
+    "set_deterministic",
+    "deterministic",
+    "set_index_checks",
+    "index_checks",
+    "set_scatter_path",
+    "scatter_path",
+]
+
+_SCATTER_PATHS = ("auto", "atomic", "sorted")
 
 
 def is_built() -> bool:
@@ -47,3 +58,21 @@ def set_index_checks(on: bool) -> None:
 
 def index_checks() -> bool:
     return _C.cuda_index_checks()
+
+
+def set_scatter_path(path: str) -> None:
+    """How scatters with a reduce fold when not deterministic.
+
+    ``"auto"`` (the default) takes atomics unless the index check finds a
+    destination hot enough that its atomics would serialize (power-law
+    degrees, skewed routing), and then sorts by destination. The measure rides
+    on the index check, so with checks off ``"auto"`` takes atomics.
+    ``"atomic"`` and ``"sorted"`` force a path.
+    """
+    if path not in _SCATTER_PATHS:
+        raise ValueError(f"set_scatter_path: expected path to be one of {', '.join(map(repr, _SCATTER_PATHS))}, got {path!r}")
+    _C.cuda_set_scatter_path(_SCATTER_PATHS.index(path))
+
+
+def scatter_path() -> str:
+    return _SCATTER_PATHS[_C.cuda_scatter_path()]

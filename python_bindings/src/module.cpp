@@ -83,6 +83,11 @@ NB_MODULE(_C, m) {
   m.def("cuda_deterministic", &scatterx::cuda::deterministic);
   m.def("cuda_set_index_checks", &scatterx::cuda::set_index_checks, nb::arg("on"));
   m.def("cuda_index_checks", &scatterx::cuda::index_checks);
+  m.def(
+      "cuda_set_scatter_path",
+      [](int path) { scatterx::cuda::set_scatter_path(static_cast<scatterx::cuda::ScatterPath>(path)); },
+      nb::arg("path"), "0 auto, 1 atomic, 2 sorted (scatterx.cuda.set_scatter_path checks the name).");
+  m.def("cuda_scatter_path", [] { return static_cast<int>(scatterx::cuda::scatter_path()); });
 
   m.def(
       "gather",
@@ -194,6 +199,24 @@ NB_MODULE(_C, m) {
       },
       nb::arg("self"), nb::arg("dim"), nb::arg("index"), nb::arg("source"), nb::arg("alpha"), nb::arg("in_place"),
       nb::arg("framework"), "index_add_ or index_add.");
+
+  m.def(
+      "index_add_weighted",
+      [](const InArray& self, int64_t dim, const InArray& index, const InArray& source, const InArray& weights,
+         bool in_place, Framework fw) -> nb::object {
+        const char* op = in_place ? "index_add_weighted_" : "index_add_weighted";
+        const TensorView s = view_of(self, op, "self");
+        const TensorView idx = view_of(index, op, "index");
+        const TensorView src = view_of(source, op, "source");
+        const TensorView w = view_of(weights, op, "weights");
+        if (in_place) {
+          without_gil([&] { scatterx::index_add_weighted_(s, dim, idx, src, w); });
+          return nb::none();
+        }
+        return to_python(without_gil([&] { return scatterx::index_add_weighted(s, dim, idx, src, w); }), fw);
+      },
+      nb::arg("self"), nb::arg("dim"), nb::arg("index"), nb::arg("source"), nb::arg("weights"), nb::arg("in_place"),
+      nb::arg("framework"), "index_add_weighted_ or index_add_weighted.");
 
   m.def(
       "index_reduce",

@@ -28,17 +28,23 @@ def test_switches_without_backend():
     assert scatterx.cuda.device_count() == 0
     assert scatterx.cuda.index_checks()
     assert not scatterx.cuda.deterministic()
+    assert scatterx.cuda.scatter_path() == "auto"
+
+
+def test_scatter_path_names_are_checked():
+    with pytest.raises(ValueError, match="set_scatter_path: expected path to be one of 'auto', 'atomic', 'sorted', got 'fast'"):
+        scatterx.cuda.set_scatter_path("fast")
 
 
 REDUCES = ["sum", "prod", "mean", "amax", "amin"]
 DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "int64"]
 
 
-@pytest.mark.parametrize("deterministic", [False, True])
+@pytest.mark.parametrize("mode", ["atomic", "sorted", "deterministic"])
 @pytest.mark.parametrize("include_self", [True, False])
 @pytest.mark.parametrize("reduce", REDUCES)
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_scatter_reduce_matches_torch(dtype, reduce, include_self, deterministic):
+def test_scatter_reduce_matches_torch(dtype, reduce, include_self, mode):
     torch = gpu_torch()
     dt = getattr(torch, dtype)
     gen = torch.Generator(device="cuda").manual_seed(7)
@@ -46,11 +52,14 @@ def test_scatter_reduce_matches_torch(dtype, reduce, include_self, deterministic
     src = (torch.rand(300, 9, device="cuda", generator=gen) * 4 + 0.5).to(dt)
     index = torch.randint(0, 40, (300, 9), device="cuda", generator=gen)
     expected = self_.scatter_reduce(0, index, src, reduce, include_self=include_self)
-    scatterx.cuda.set_deterministic(deterministic)
+    scatterx.cuda.set_deterministic(mode == "deterministic")
+    scatterx.cuda.set_scatter_path("auto" if mode == "deterministic" else mode)
     try:
         got = scatterx.scatter_reduce(self_, 0, index, src, reduce, include_self=include_self)
+        assert scatterx.cuda.scatter_path() == ("auto" if mode == "deterministic" else mode)
     finally:
         scatterx.cuda.set_deterministic(False)
+        scatterx.cuda.set_scatter_path("auto")
     assert got.is_cuda and got.device == self_.device and got.dtype == dt
     if dt.is_floating_point and reduce in ("sum", "mean", "prod"):
         tol = {"float16": 2e-2, "bfloat16": 1e-1}.get(dtype, 1e-5)
@@ -119,3 +128,26 @@ def test_cupy_in_cupy_out():
     got = scatterx.index_select(table, 0, rows)
     assert isinstance(got, cupy.ndarray)
     assert cupy.asnumpy(got).tolist() == cupy.asnumpy(table[rows]).tolist()
+
+
+@pytest.mark.parametrize("path", ["auto", "atomic", "sorted"])
+def test_hot_index_on_every_path_matches_torch(path):
+    # Half of the values go to one destination: "auto" sorts (the index
+    # check measures the share), "atomic" and "sorted" are forced.
+    torch = gpu_torch()
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    n = 1 << 17
+    index = torch.where(
+        torch.rand(n, device="cuda", generator=gen) < 0.5,
+        torch.full((n,), 7, device="cuda"),
+        torch.randint(0, 4096, (n,), device="cuda", generator=gen),
+    )
+    src = torch.rand(n, device="cuda", generator=gen, dtype=torch.float64)
+    self_ = torch.rand(4096, device="cuda", generator=gen, dtype=torch.float64)
+    scatterx.cuda.set_scatter_path(path)
+    try:
+        for reduce in ("sum", "mean", "amax"):
+            got = scatterx.scatter_reduce(self_, 0, index, src, reduce)
+            torch.testing.assert_close(got, self_.scatter_reduce(0, index, src, reduce), rtol=1e-9, atol=1e-9)
+    finally:
+        scatterx.cuda.set_scatter_path("auto")

@@ -11,7 +11,8 @@ import scatterx
 from scatterx import _C
 
 PUBLIC = ["gather", "index_select", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
-          "scatter_reduce_", "index_add", "index_add_", "index_reduce", "index_reduce_"]
+          "scatter_reduce_", "index_add", "index_add_", "index_add_weighted", "index_add_weighted_", "index_reduce",
+          "index_reduce_"]
 PACKAGE_DIR = pathlib.Path(scatterx.__file__).parent
 
 
