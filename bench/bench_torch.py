@@ -446,6 +446,16 @@ def main() -> int:
     del a, b
     bench("index_add_ (combine)", "moe/unpermute", lambda: scatterx.index_add_(comb_sx, 0, perm, permuted),
           lambda: comb_t.index_add_(0, perm, permuted), chk)
+    # The weighted combine as torch code writes it (rows times router probabilities, then index_add_),
+    # against scatterx's one-pass index_add_weighted_ (its products are not rounded to bfloat16).
+    probs = torch.from_numpy(fill(tk, K_SEED + 8, "uniform")).to(torch.bfloat16)
+    a, b = tokens.clone(), tokens.clone()
+    chk = compare("index_add_weighted_ moe", scatterx.index_add_weighted_(a, 0, perm, permuted, probs),
+                  b.index_add_(0, perm, permuted * probs[:, None]), False)
+    del a, b
+    bench("index_add_weighted_ (weighted combine)", "moe/unpermute",
+          lambda: scatterx.index_add_weighted_(comb_sx, 0, perm, permuted, probs),
+          lambda: comb_t.index_add_(0, perm, permuted * probs[:, None]), chk)
 
     # ---- report ----
     emit("| op | shape | torch ms | scatterx ms | speedup | floor | met? | check | spread sx / torch | other CPU |")
