@@ -58,12 +58,10 @@ DeviceBuf to_device(const Buf& host) {
   return d;
 }
 
-// A contiguous host tensor as a Buf viewing all of it.
-Buf whole(const Tensor& t) {
-  Buf b;
-  b.base = t;
-  b.view = t;
-  return b;
+// A contiguous int64 index Buf holding `values`.
+Buf index_of(const std::vector<int64_t>& values, Rng& rng) {
+  return make_buf({static_cast<int64_t>(values.size())}, DType::Int64, kContiguous, rng,
+                  [&](const TensorView& v) { std::memcpy(v.data(), values.data(), values.size() * sizeof(int64_t)); });
 }
 
 // The device storage copied back over the host Buf's storage.
@@ -625,8 +623,7 @@ TEST_F(CudaTest, IndexCheckMeasuresTheHottestValuesShare) {
     v = rng.chance(0.25) ? 3 : rng.uniform(4, 49999);
     hot += v == 3;
   }
-  const Tensor host = make_tensor<int64_t>({n}, values);
-  const DeviceBuf index = to_device(whole(host));
+  const DeviceBuf index = to_device(index_of(values, rng));
   const double share = backend::check_index_bounds("test", index.view, 0, 50000, true);
   EXPECT_EQ(share, static_cast<double>(hot) / static_cast<double>(n));
   EXPECT_EQ(backend::check_index_bounds("test", index.view, 0, 50000, false), -1.0) << "not asked";
@@ -643,8 +640,7 @@ TEST_F(CudaTest, AutoPathSortsOnlyContendedScatters) {
   Buf src = random_buf({n}, DType::Float32, kContiguous, rng);
   std::vector<int64_t> hot_values(static_cast<size_t>(n));
   for (int64_t& v : hot_values) v = rng.chance(0.5) ? 7 : rng.uniform(0, 4095);
-  const Tensor hot_host = make_tensor<int64_t>({n}, hot_values);
-  const Buf hot = whole(hot_host);
+  const Buf hot = index_of(hot_values, rng);
   const Buf uniform = index_buf({n}, DType::Int64, kContiguous, rng, 0, 4095);
   const DeviceBuf dself = to_device(self);
   const DeviceBuf dsrc = to_device(src);

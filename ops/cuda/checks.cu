@@ -12,6 +12,7 @@
 #include "ops/cuda.h"
 #include "ops/cuda/backend.h"
 #include "ops/cuda/common.cuh"
+#include "ops/cuda/contention.h"
 #include "ops/detail/strided.h"
 #include "ops/dispatch.h"
 
@@ -22,7 +23,7 @@ namespace {
 namespace cg = cooperative_groups;
 
 // Values sampled from the index: a value drawing a share p of the index is
-// missed with probability (1 - p)^kSamples (0.2% at p = 1/6).
+// missed with probability about (1 - p)^kSamples (0.3% at p = 1/6).
 constexpr int kSamples = 32;
 
 struct CheckResult {  // what the host reads back, in one copy
@@ -97,9 +98,7 @@ double check_index_bounds(const char* op, const TensorView& index, int64_t dim, 
                           bool measure_contention) {
   const int64_t total = index.numel();
   if (total == 0 || !scatterx::cuda::index_checks()) return -1;
-  // Only the automatic path choice reads the measure.
-  measure_contention = measure_contention && !scatterx::cuda::deterministic() &&
-                       scatterx::cuda::scatter_path() == scatterx::cuda::ScatterPath::Auto;
+  measure_contention = measure_contention && measures_contention();
   DeviceGuard guard(index.device(), op);
   // Dims of stride 0 repeat values (an expanded index): only the others are
   // walked. The first bad position in that walk, with 0 in the skipped dims,

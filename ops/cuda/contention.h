@@ -11,8 +11,8 @@
 // with a threshold.
 //
 // The constants are provisional until tuned on a GPU against the forced
-// paths (bench_cuda.cpp's power-law and skewed cases under
-// SCATTERX_BENCH_SCATTER_PATH, see scripts/gpu_suite.sh).
+// paths (bench_cuda.cpp's power-law and skewed workloads, each beside its
+// /atomic and /sorted variants; scripts/gpu_suite.sh runs them).
 #pragma once
 
 #include <cstdint>
@@ -24,13 +24,19 @@ namespace scatterx::detail::cuda {
 
 // The most frequent index value's share at and above which Auto sorts.
 constexpr double kContendedShare = 1.0 / 16;
-// Below this many positions the sort's fixed cost (several kernels and two
-// synchronizations) outweighs any contention.
+// Below this many positions the sort's fixed cost (a dozen kernel launches)
+// outweighs any contention.
 constexpr int64_t kMinSortedPositions = int64_t{1} << 16;
 
 // The path the calling thread's last CUDA scatter took (for tests).
 scatterx::cuda::ScatterPath last_scatter_path();
 void set_last_scatter_path(scatterx::cuda::ScatterPath path);
+
+// Whether the index check should measure contention: only Auto reads it,
+// and deterministic mode sorts anyway.
+inline bool measures_contention() {
+  return !scatterx::cuda::deterministic() && scatterx::cuda::scatter_path() == scatterx::cuda::ScatterPath::Auto;
+}
 
 inline bool prefers_sorted(const ScatterArgs& a, int64_t positions) {
   switch (scatterx::cuda::scatter_path()) {

@@ -73,21 +73,25 @@ void launch_rows(const GatherArgs& a, const IndexGeometry& g, int64_t bound) {
   auto* out = static_cast<char*>(a.out.data());
   const auto* in = static_cast<const char*>(a.input.data());
   const auto* index = static_cast<const I*>(a.index.data());
+  auto launch = [&](auto vector_tag) {
+    using V = decltype(vector_tag);
+    gather_rows<V, I><<<blocks, kThreads, 0, stream()>>>(out, in, index, g, es, bound, rows, vectors);
+  };
   switch (width) {
     case 16:
-      gather_rows<Vector16, I><<<blocks, kThreads, 0, stream()>>>(out, in, index, g, es, bound, rows, vectors);
+      launch(Vector16{});
       break;
     case 8:
-      gather_rows<uint64_t, I><<<blocks, kThreads, 0, stream()>>>(out, in, index, g, es, bound, rows, vectors);
+      launch(uint64_t{});
       break;
     case 4:
-      gather_rows<uint32_t, I><<<blocks, kThreads, 0, stream()>>>(out, in, index, g, es, bound, rows, vectors);
+      launch(uint32_t{});
       break;
     case 2:
-      gather_rows<uint16_t, I><<<blocks, kThreads, 0, stream()>>>(out, in, index, g, es, bound, rows, vectors);
+      launch(uint16_t{});
       break;
     default:
-      gather_rows<uint8_t, I><<<blocks, kThreads, 0, stream()>>>(out, in, index, g, es, bound, rows, vectors);
+      launch(uint8_t{});
       break;
   }
   check_launch(a.op, "gather_rows");

@@ -144,9 +144,11 @@ __global__ void finalize_mean(T* self, const StridedLayout<1> layout, int64_t to
 //  - longer runs (hot destinations: power-law degrees, skewed routing) are
 //    cut into chunks of kChunkRows items folded in parallel into partials,
 //    one thread per (chunk, column); then a block per run folds its partials,
-//    each thread a fixed strided share and the block's shares in thread
-//    order. A hot destination thus costs a few parallel steps, not a serial
-//    walk over all of its items.
+//    each group of threads a contiguous share and then the shares in order.
+//    A hot destination thus costs a few parallel steps, not a serial walk
+//    over all of its items.
+// The numbers of runs and chunks stay on the device (find_runs): the path
+// synchronizes nothing.
 constexpr int64_t kChunkRows = 64;
 
 struct SortedItems {     // plain data: how the kernels read a sorted item
@@ -184,10 +186,11 @@ __global__ void fold_chunks(acc_t<T>* partial, const T* src, const SortedItems i
                             const Scale<T> scale) {
   using A = acc_t<T>;
   using Op = ReduceOp<R, A>;
-  SCATTERX_GRID_LOOP(t, runs.chunks * it.row_len) {
+  const int64_t n_runs = *runs.runs;
+  SCATTERX_GRID_LOOP(t, runs.chunk_offsets[n_runs] * it.row_len) {
     const int64_t chunk = t / it.row_len;
     const int64_t j = t % it.row_len;
-    const int64_t run = run_of_chunk(runs.chunk_offsets, runs.runs, chunk);
+    const int64_t run = run_of_chunk(runs.chunk_offsets, n_runs, chunk);
     const int64_t first = runs.offsets[run] + (chunk - runs.chunk_offsets[run]) * kChunkRows;
     const int64_t last = min(first + kChunkRows, runs.offsets[run] + runs.counts[run]);
     A acc = Op::identity();
@@ -201,7 +204,7 @@ __global__ void fold_short_runs(T* self, const T* src, const SortedItems it, Run
                                 int64_t self_lowest, bool include_self, const Scale<T> scale) {
   using A = acc_t<T>;
   using Op = ReduceOp<R, A>;
-  SCATTERX_GRID_LOOP(t, runs.runs * it.row_len) {
+  SCATTERX_GRID_LOOP(t, *runs.runs * it.row_len) {
     const int64_t run = t / it.row_len;
     const int64_t j = t % it.row_len;
     const int64_t count = runs.counts[run];
@@ -231,17 +234,18 @@ __global__ void fold_long_runs(T* self, const acc_t<T>* partial, const SortedIte
   const int64_t shares = kThreads / width;
   const int64_t share = threadIdx.x / width;
   const int64_t c = threadIdx.x % width;
-  for (int64_t run = blockIdx.x; run < runs.runs; run += gridDim.x) {
+  const int64_t n_runs = *runs.runs;
+  for (int64_t run = blockIdx.x; run < n_runs; run += gridDim.x) {
     const int64_t first_chunk = runs.chunk_offsets[run];
     const int64_t end_chunk = runs.chunk_offsets[run + 1];
     if (first_chunk == end_chunk || runs.keys[run] == skipped_key) continue;  // uniform over the block
     T* base = self + (static_cast<int64_t>(runs.keys[run]) + self_lowest);
+    const int64_t per_share = (end_chunk - first_chunk + shares - 1) / shares;
+    const int64_t from = first_chunk + share * per_share;
+    const int64_t to = min(from + per_share, end_chunk);
     for (int64_t tile = 0; tile < it.row_len; tile += width) {
       const int64_t j = tile + c;
       const bool active = share < shares && j < it.row_len;
-      const int64_t per_share = (end_chunk - first_chunk + shares - 1) / shares;
-      const int64_t from = first_chunk + share * per_share;
-      const int64_t to = min(from + per_share, end_chunk);
       A acc = Op::identity();
       if (active) {
         for (int64_t q = from; q < to; ++q) acc = Op::combine(acc, partial[q * it.row_len + j]);
@@ -324,16 +328,18 @@ void run_sorted(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& sp
   const RunsView& runs = found.view;
   T* self = static_cast<T*>(a.self.data());
   const T* src = static_cast<const T*>(a.src.data());
-  fold_short_runs<T, R, kScaled><<<blocks_for(runs.runs * it.row_len), kThreads, 0, stream()>>>(
+  // Grids cover the bounds on runs and chunks; the kernels stop at the
+  // counts they read on the device.
+  fold_short_runs<T, R, kScaled><<<blocks_for(runs.max_runs * it.row_len), kThreads, 0, stream()>>>(
       self, src, it, runs, sorted.skipped_key, span.lowest, a.include_self, scale);
   check_launch(a.op, "fold_short_runs");
-  if (runs.chunks == 0) return;
-  std::shared_ptr<void> partial = allocate(runs.chunks * it.row_len * int64_t{sizeof(A)}, a.self.device(), a.op);
+  if (runs.max_chunks == 0) return;  // no run can be longer than a chunk
+  std::shared_ptr<void> partial = allocate(runs.max_chunks * it.row_len * int64_t{sizeof(A)}, a.self.device(), a.op);
   auto* partials = static_cast<A*>(partial.get());
   fold_chunks<T, R, kScaled>
-      <<<blocks_for(runs.chunks * it.row_len), kThreads, 0, stream()>>>(partials, src, it, runs, scale);
+      <<<blocks_for(runs.max_chunks * it.row_len), kThreads, 0, stream()>>>(partials, src, it, runs, scale);
   check_launch(a.op, "fold_chunks");
-  const unsigned long_run_blocks = static_cast<unsigned>(std::min<int64_t>(runs.runs, 4096));
+  const unsigned long_run_blocks = static_cast<unsigned>(std::min<int64_t>(runs.max_chunks, 4096));
   fold_long_runs<T, R><<<long_run_blocks, kThreads, 0, stream()>>>(self, partials, it, runs, sorted.skipped_key,
                                                                    span.lowest, a.include_self);
   check_launch(a.op, "fold_long_runs");

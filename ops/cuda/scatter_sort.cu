@@ -28,8 +28,10 @@ __global__ void destination_keys(uint64_t* keys, int64_t* positions, const I* in
   }
 }
 
-__global__ void chunks_per_run(int64_t* chunks, const int64_t* counts, const int64_t* runs, int64_t chunk) {
-  SCATTERX_GRID_LOOP(r, *runs) { chunks[r] = counts[r] > chunk ? (counts[r] + chunk - 1) / chunk : 0; }
+// Chunks of each run, 0 past the last run (n: the bound on runs, plus one).
+__global__ void chunks_per_run(int64_t* chunks, const int64_t* counts, const int64_t* runs, int64_t n, int64_t chunk) {
+  const int64_t found = *runs;
+  SCATTERX_GRID_LOOP(r, n) { chunks[r] = r < found && counts[r] > chunk ? (counts[r] + chunk - 1) / chunk : 0; }
 }
 
 int bit_width(uint64_t x) {
@@ -94,8 +96,11 @@ SortedPositions sort_by_destination(const ScatterArgs& a, const IndexGeometry& g
 
 Runs find_runs(const ScatterArgs& a, const SortedPositions& sorted, int64_t total, int64_t chunk) {
   Runs out;
-  const size_t n = static_cast<size_t>(total);
-  const size_t array_bytes = ((n + 1) * 8 + 255) / 256 * 256;  // one more slot: the scans' total
+  // At most `total` runs (and one slot more: the scans' totals); a chunked
+  // run has more than `chunk` positions, so it has fewer than 2 * count /
+  // chunk chunks, and all of them fewer than 2 * total / chunk.
+  const int64_t slots = total + 1;
+  const size_t array_bytes = (static_cast<size_t>(slots) * 8 + 255) / 256 * 256;
   size_t encode_bytes = 0;
   size_t scan_bytes = 0;
   check(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, sorted.keys, static_cast<uint64_t*>(nullptr),
@@ -103,7 +108,7 @@ Runs find_runs(const ScatterArgs& a, const SortedPositions& sorted, int64_t tota
                                            stream()),
         a.op, "cub::DeviceRunLengthEncode::Encode");
   check(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<const int64_t*>(nullptr),
-                                      static_cast<int64_t*>(nullptr), total + 1, stream()),
+                                      static_cast<int64_t*>(nullptr), slots, stream()),
         a.op, "cub::DeviceScan::ExclusiveSum");
   // keys, counts, offsets, chunks per run, chunk offsets, the run count, scratch
   out.storage =
@@ -116,26 +121,27 @@ Runs find_runs(const ScatterArgs& a, const SortedPositions& sorted, int64_t tota
   auto* chunk_offsets = reinterpret_cast<int64_t*>(base + 4 * array_bytes);
   auto* runs = reinterpret_cast<int64_t*>(base + 5 * array_bytes);
   void* scratch = base + 5 * array_bytes + 256;
+  // Counts past the last run stay 0, so that scanning all slots gives the
+  // offsets of the runs and, after the last, the totals.
+  fill_zero(counts, slots * int64_t{sizeof(int64_t)}, a.op);
   size_t bytes = encode_bytes;
   check(cub::DeviceRunLengthEncode::Encode(scratch, bytes, sorted.keys, keys, counts, runs, total, stream()), a.op,
         "cub::DeviceRunLengthEncode::Encode");
-  copy_to_host(&out.view.runs, runs, sizeof out.view.runs, a.op);
-  // A zero after the last run, so that the exclusive sums end with the totals.
-  fill_zero(counts + out.view.runs, sizeof(int64_t), a.op);
   bytes = scan_bytes;
-  check(cub::DeviceScan::ExclusiveSum(scratch, bytes, counts, offsets, out.view.runs + 1, stream()), a.op,
+  check(cub::DeviceScan::ExclusiveSum(scratch, bytes, counts, offsets, slots, stream()), a.op,
         "cub::DeviceScan::ExclusiveSum");
-  chunks_per_run<<<blocks_for(out.view.runs + 1), kThreads, 0, stream()>>>(chunks, counts, runs, chunk);
+  chunks_per_run<<<blocks_for(slots), kThreads, 0, stream()>>>(chunks, counts, runs, slots, chunk);
   check_launch(a.op, "chunks_per_run");
-  fill_zero(chunks + out.view.runs, sizeof(int64_t), a.op);
   bytes = scan_bytes;
-  check(cub::DeviceScan::ExclusiveSum(scratch, bytes, chunks, chunk_offsets, out.view.runs + 1, stream()), a.op,
+  check(cub::DeviceScan::ExclusiveSum(scratch, bytes, chunks, chunk_offsets, slots, stream()), a.op,
         "cub::DeviceScan::ExclusiveSum");
-  copy_to_host(&out.view.chunks, chunk_offsets + out.view.runs, sizeof out.view.chunks, a.op);
   out.view.keys = keys;
   out.view.offsets = offsets;
   out.view.counts = counts;
   out.view.chunk_offsets = chunk_offsets;
+  out.view.runs = runs;
+  out.view.max_runs = total;
+  out.view.max_chunks = total > chunk ? 2 * total / chunk : 0;
   return out;
 }
 

@@ -34,15 +34,17 @@ SortedPositions sort_by_destination(const ScatterArgs& args, const IndexGeometry
 // each cut into chunks of `chunk` positions when it is longer than that:
 // run r holds sorted positions [offsets[r], offsets[r] + counts[r]) of
 // destination keys[r], and its chunks (none for a run of `chunk` or fewer)
-// are chunk_offsets[r] .. chunk_offsets[r + 1] - 1. Reads two counts back to
-// the host (a stream synchronization).
+// are chunk_offsets[r] .. chunk_offsets[r + 1] - 1. The numbers of runs and
+// chunks stay on the device (no synchronization): kernels read them there,
+// and the host sizes grids and buffers by the bounds max_runs and max_chunks.
 struct RunsView {  // plain data: what the kernels take
   const uint64_t* keys = nullptr;
   const int64_t* offsets = nullptr;
   const int64_t* counts = nullptr;
   const int64_t* chunk_offsets = nullptr;
-  int64_t runs = 0;
-  int64_t chunks = 0;
+  const int64_t* runs = nullptr;  // device: the number of runs; chunk_offsets[*runs] is the number of chunks
+  int64_t max_runs = 0;
+  int64_t max_chunks = 0;
 };
 struct Runs {
   RunsView view;

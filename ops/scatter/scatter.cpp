@@ -88,14 +88,13 @@ PreparedScatter prepare_index_op(const char* op, const TensorView& self, int64_t
                                  const TensorView& source, Reduce reduce, bool include_self, const Scalar& alpha,
                                  bool in_place, const TensorView* weights = nullptr) {
   PreparedScatter p;
+  detail::check_devices(op, {{"self", &self}, {"index", &index}, {"source", &source}});
   if (weights != nullptr) {
-    detail::check_devices(op, {{"self", &self}, {"index", &index}, {"source", &source}, {"weights", weights}});
+    detail::check_devices(op, {{"self", &self}, {"weights", weights}});
     detail::check_same_dtype(op, "weights", *weights, "self", self);
     SCATTERX_CHECK(weights->dim() <= 1 && weights->numel() == index.numel(), ArgumentError, op,
                    "expected weights to be a vector with one weight per index entry (", index.numel(), "), got shape ",
                    weights->sizes().str());
-  } else {
-    detail::check_devices(op, {{"self", &self}, {"index", &index}, {"source", &source}});
   }
   detail::check_index_dtype(op, "index", index);
   detail::check_same_dtype(op, "source", source, "self", self);
