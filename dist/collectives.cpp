@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/device.h"
 #include "dist/internal.h"
 #include "ops/cuda.h"
 #include "ops/cuda/backend.h"
@@ -173,6 +174,43 @@ Tensor recycled_empty(const Shape& shape, DType dtype) {
   std::shared_ptr<void> owner(data, [capacity = capacity](void* p) { detail::scratch_release(p, capacity); });
   return Tensor::adopt(TensorView(data, dtype, shape), std::move(owner));
 }
+
+// ---- device memory: the device rings (device.h) ---------------------------------
+
+// A view's bytes, contiguous in device memory: the view itself, or a copy
+// packed on the route's queue (kept alive by `keep`).
+const char* device_input(const DeviceRoute& route, const TensorView& v, std::shared_ptr<char>& keep) {
+  if (v.is_contiguous()) return static_cast<const char*>(v.data());
+  keep = route.queue->device_buffer(v.numel() * v.element_size());
+  route.queue->copy_view(TensorView(keep.get(), v.dtype(), v.sizes(), v.device()), v);
+  return keep.get();
+}
+
+// Where a device collective writes a view: the view itself when
+// contiguous, else a device stand-in that commit() unpacks into it.
+class DeviceOutput {
+ public:
+  DeviceOutput(const DeviceRoute& route, const TensorView& v, bool keep_values) : queue_(*route.queue), view_(v) {
+    if (v.is_contiguous()) {
+      data_ = static_cast<char*>(v.data());
+      return;
+    }
+    stand_in_ = queue_.device_buffer(v.numel() * v.element_size());
+    data_ = stand_in_.get();
+    if (keep_values) queue_.copy_view(stand_in(), v);
+  }
+  char* data() const { return data_; }
+  void commit() {
+    if (stand_in_) queue_.copy_view(view_, stand_in());
+  }
+
+ private:
+  TensorView stand_in() const { return TensorView(stand_in_.get(), view_.dtype(), view_.sizes(), view_.device()); }
+  DeviceQueue& queue_;
+  TensorView view_;
+  std::shared_ptr<char> stand_in_;
+  char* data_ = nullptr;
+};
 
 // ---- point-to-point helpers ----------------------------------------------------
 
@@ -420,6 +458,9 @@ Reduce local_reduce(ReduceOp op) {
   return Reduce::Sum;
 }
 
+// The divisor of an average, applied by the last fold (0: none).
+int64_t mean_count(ReduceOp r, int ws) { return r == ReduceOp::Avg ? ws : 0; }
+
 void check_reduce_op(const char* op, ReduceOp r, DType dtype) {
   const bool valid = static_cast<int>(r) <= static_cast<int>(ReduceOp::Avg);
   SCATTERX_CHECK(valid, ArgumentError, op, "op expected one of sum, product, min, max, avg, got code ",
@@ -492,36 +533,6 @@ void check_same_rows(const char* op, const TensorView& output, const TensorView&
 }
 
 // ---- the rings ----------------------------------------------------------------------------
-
-// Blocks of a ring's buffer, in elements: block b is [offset[b], offset[b] + length[b]).
-struct Blocks {
-  std::vector<int64_t> offset;
-  std::vector<int64_t> length;
-
-  // n elements in ws nearly equal blocks (all_reduce's split of a tensor).
-  static Blocks even(int64_t n, int ws) {
-    Blocks b;
-    int64_t at = 0;
-    for (int r = 0; r < ws; ++r) {
-      const int64_t len = n / ws + (r < n % ws ? 1 : 0);
-      b.offset.push_back(at);
-      b.length.push_back(len);
-      at += len;
-    }
-    return b;
-  }
-  // ws blocks of n elements each.
-  static Blocks equal(int64_t n, int ws) {
-    Blocks b;
-    for (int r = 0; r < ws; ++r) {
-      b.offset.push_back(r * n);
-      b.length.push_back(n);
-    }
-    return b;
-  }
-};
-
-int mod(int a, int m) { return ((a % m) + m) % m; }
 
 // Pipelined ring reduce-scatter. `src` is this rank's contribution (every
 // block); on return out holds block `rank` reduced over all ranks. Step s
@@ -643,7 +654,7 @@ void shm_reduce_scatter(Communicator::State& s, Waiter& w, int tag, const char* 
   const int r = s.rank;
   const int64_t es = element_size(dtype);
   const Reduce reduce = local_reduce(reduce_op);
-  const int64_t mean_count = reduce_op == ReduceOp::Avg ? ws : 0;
+  const int64_t divisor = mean_count(reduce_op, ws);
   const int free_tag = tag + kShmFreeTagOffset;
   auto n_chunks = [&](int b) {
     const int64_t len = blocks.length[static_cast<size_t>(b)];
@@ -695,7 +706,7 @@ void shm_reduce_scatter(Communicator::State& s, Waiter& w, int tag, const char* 
       for (int q = 0; q < ws; ++q) {
         if (q == r) continue;
         const bool last = q == ws - 1 || (q == ws - 2 && r == ws - 1);
-        detail::combine_cpu(dst, first ? own : dst, slot(q, r, c), len, dtype, reduce, last ? mean_count : 0, op);
+        detail::combine_cpu(dst, first ? own : dst, slot(q, r, c), len, dtype, reduce, last ? divisor : 0, op);
         first = false;
       }
       for (int q = 0; q < ws; ++q) {
@@ -733,11 +744,11 @@ void ring_reduce_scatter(Communicator::State& s, Waiter& w, int tag, const char*
   const int r = s.rank;
   const int64_t es = element_size(dtype);
   const Reduce reduce = local_reduce(reduce_op);
-  const int64_t mean_count = reduce_op == ReduceOp::Avg ? ws : 0;
+  const int64_t divisor = mean_count(reduce_op, ws);
   if (ws == 1) {
     const int64_t n = blocks.length[0];
     if (out != src) std::memmove(out, src, static_cast<size_t>(n * es));
-    if (mean_count > 0) detail::finalize_mean_cpu(out, n, dtype, 1, op);
+    if (divisor > 0) detail::finalize_mean_cpu(out, n, dtype, 1, op);
     if (on_done) on_done(0, n);
     return;
   }
@@ -819,7 +830,7 @@ void ring_reduce_scatter(Communicator::State& s, Waiter& w, int tag, const char*
       detail::combine_cpu(partial, own, partial, p.len, dtype, reduce, 0, op);
       post_send(partial, p.len * es, right, tag, s.comm, send_req, op);
     } else {
-      detail::combine_cpu(out + p.begin * es, own, partial, p.len, dtype, reduce, mean_count, op);
+      detail::combine_cpu(out + p.begin * es, own, partial, p.len, dtype, reduce, divisor, op);
       if (posted < n_pieces) post_piece(posted++);  // reuses the slot just consumed
       if (on_done) on_done(p.begin, p.len);
     }
@@ -970,9 +981,18 @@ static Work all_gather_into_tensor_impl(const TensorView& output, const TensorVi
   };
   Body body = [output, input, op](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
     if (metas) agree_on_tensor(*metas, op, "input", true);
-    StagedOutput out(output, false, op);
     const int64_t es = input.element_size();
     const int64_t n = input.numel();
+    if (const DeviceRoute route = device_route(input, op)) {
+      DeviceOutput out(route, output, false);
+      char* own = out.data() + s.rank * n * es;
+      if (!(input.is_contiguous() && input.data() == own))
+        route.queue->copy_view(TensorView(own, input.dtype(), input.sizes(), input.device()), input);
+      device_all_gather(s, w, tag, route, out.data(), Blocks::equal(n, s.size), es, op);
+      out.commit();
+      return;
+    }
+    StagedOutput out(output, false, op);
     PackedInput in(input, op);
     ring_all_gather(s, w, tag, out.data(), Blocks::equal(n, s.size), es, op, in.data());
     out.commit();
@@ -1012,6 +1032,16 @@ static Work all_gather_impl(const std::vector<TensorView>& outputs, const Tensor
     // One contiguous gather buffer, then unpack into the list.
     const int64_t es = input.element_size();
     const int64_t n = input.numel();
+    auto block = [&](char* base, int r) {
+      return TensorView(base + r * n * es, input.dtype(), input.sizes(), input.device());
+    };
+    if (const DeviceRoute route = device_route(input, op)) {
+      const std::shared_ptr<char> buf = route.queue->device_buffer(n * es * s.size);
+      route.queue->copy_view(block(buf.get(), s.rank), input);
+      device_all_gather(s, w, tag, route, buf.get(), Blocks::equal(n, s.size), es, op);
+      for (int r = 0; r < s.size; ++r) route.queue->copy_view(outputs[static_cast<size_t>(r)], block(buf.get(), r));
+      return;
+    }
     Scratch buf(n * es * s.size, s);
     TensorView own(buf.data() + s.rank * n * es, input.dtype(), input.sizes());
     transfer(own, input, op);
@@ -1058,10 +1088,19 @@ static Work reduce_scatter_tensor_impl(const TensorView& output, const TensorVie
       agree_on_tensor(*metas, op, "input", true);
       agree_on_reduce_op(*metas, op);
     }
+    const Blocks blocks = Blocks::equal(output.numel(), s.size);
+    if (const DeviceRoute route = device_route(input, op)) {
+      std::shared_ptr<char> packed;
+      const char* src = device_input(route, input, packed);
+      DeviceOutput out(route, output, false);
+      device_ring_reduce_scatter(s, w, tag, route, src, out.data(), blocks, input.dtype(), local_reduce(reduce_op),
+                                 mean_count(reduce_op, s.size), op);
+      out.commit();
+      return;
+    }
     PackedInput in(input, op);
     StagedOutput out(output, false, op);
-    ring_reduce_scatter(s, w, tag, in.data(), out.data(), Blocks::equal(output.numel(), s.size), input.dtype(),
-                        reduce_op, op);
+    ring_reduce_scatter(s, w, tag, in.data(), out.data(), blocks, input.dtype(), reduce_op, op);
     out.commit();
   };
   return launch(comm, op, async, false, check, std::move(body));
@@ -1107,6 +1146,18 @@ static Work reduce_scatter_impl(const TensorView& output, const std::vector<Tens
     // Pack the list into one buffer of ws blocks (the local copy kernels).
     const int64_t es = output.element_size();
     const int64_t n = output.numel();
+    if (const DeviceRoute route = device_route(output, op)) {
+      const std::shared_ptr<char> packed = route.queue->device_buffer(n * es * s.size);
+      for (int r = 0; r < s.size; ++r) {
+        route.queue->copy_view(TensorView(packed.get() + r * n * es, output.dtype(), output.sizes(), output.device()),
+                               inputs[static_cast<size_t>(r)]);
+      }
+      DeviceOutput out(route, output, false);
+      device_ring_reduce_scatter(s, w, tag, route, packed.get(), out.data(), Blocks::equal(n, s.size), output.dtype(),
+                                 local_reduce(reduce_op), mean_count(reduce_op, s.size), op);
+      out.commit();
+      return;
+    }
     Scratch packed(n * es * s.size, s);
     for (int r = 0; r < s.size; ++r) {
       transfer(TensorView(packed.data() + r * n * es, output.dtype(), output.sizes()), inputs[static_cast<size_t>(r)],
@@ -1148,9 +1199,20 @@ static Work all_reduce_impl(const TensorView& tensor, ReduceOp reduce_op, const 
       agree_on_tensor(*metas, op, "tensor", true);
       agree_on_reduce_op(*metas, op);
     }
-    StagedOutput buf(tensor, true, op);
     const Blocks blocks = Blocks::even(tensor.numel(), s.size);
     const int64_t es = tensor.element_size();
+    if (const DeviceRoute route = device_route(tensor, op)) {
+      // Reduce-scatter in place (block `rank` receives the result), then
+      // all-gather; each phase pipelines its own chunks.
+      DeviceOutput buf(route, tensor, true);
+      char* mine = buf.data() + blocks.offset[static_cast<size_t>(s.rank)] * es;
+      device_ring_reduce_scatter(s, w, tag, route, buf.data(), mine, blocks, tensor.dtype(), local_reduce(reduce_op),
+                                 mean_count(reduce_op, s.size), op);
+      device_all_gather(s, w, tag + kAllGatherTagOffset, route, buf.data(), blocks, es, op);
+      buf.commit();
+      return;
+    }
+    StagedOutput buf(tensor, true, op);
     // Reduce-scatter in place: block `rank` of the tensor receives the
     // result, and the other blocks are only read until the all-gather
     // overwrites them.
@@ -1199,8 +1261,14 @@ static Work broadcast_impl(const TensorView& tensor, int root, const Communicato
                                (*metas)[r].extra);
       }
     }
-    StagedOutput buf(tensor, s.rank == root, op);
     const int64_t bytes = tensor.numel() * tensor.element_size();
+    if (const DeviceRoute route = device_route(tensor, op)) {
+      DeviceOutput buf(route, tensor, s.rank == root);
+      device_broadcast(s, w, tag, route, buf.data(), bytes, root, op);
+      if (s.rank != root) buf.commit();
+      return;
+    }
+    StagedOutput buf(tensor, s.rank == root, op);
     // Binomial tree over ranks relative to the root, point-to-point (so a
     // wait can be cancelled at the timeout).
     const int ws = s.size;
@@ -1281,20 +1349,37 @@ static Work all_to_all_impl(const std::vector<TensorView>& outputs, const std::v
         }
       }
     }
+    std::vector<int64_t> send_bytes(uws), recv_bytes(uws);
+    for (size_t i = 0; i < uws; ++i) {
+      send_bytes[i] = inputs[i].numel() * inputs[i].element_size();
+      recv_bytes[i] = outputs[i].numel() * outputs[i].element_size();
+    }
+    if (const DeviceRoute route = device_route(inputs[0], op)) {
+      std::vector<std::shared_ptr<char>> keep(uws);
+      std::vector<DeviceOutput> staged;
+      staged.reserve(uws);
+      std::vector<const char*> send(uws);
+      std::vector<char*> recv(uws);
+      for (size_t i = 0; i < uws; ++i) {
+        send[i] = device_input(route, inputs[i], keep[i]);
+        staged.emplace_back(route, outputs[i], false);
+        recv[i] = staged.back().data();
+      }
+      device_exchange(s, w, tag, route, send, send_bytes, recv, recv_bytes, op);
+      for (auto& o : staged) o.commit();
+      return;
+    }
     std::vector<PackedInput> packed;
     packed.reserve(uws);
     std::vector<StagedOutput> staged;
     staged.reserve(uws);
     std::vector<const char*> send(uws);
     std::vector<char*> recv(uws);
-    std::vector<int64_t> send_bytes(uws), recv_bytes(uws);
     for (size_t i = 0; i < uws; ++i) {
       packed.emplace_back(inputs[i], op);
       staged.emplace_back(outputs[i], false, op);
       send[i] = packed.back().data();
       recv[i] = staged.back().data();
-      send_bytes[i] = inputs[i].numel() * inputs[i].element_size();
-      recv_bytes[i] = outputs[i].numel() * outputs[i].element_size();
     }
     exchange_pairwise(s, w, tag, send, send_bytes, recv, recv_bytes, op);
     for (auto& o : staged) o.commit();
@@ -1338,9 +1423,12 @@ void agree_on_splits(const std::vector<Meta>& metas, const char* op) {
   }
 }
 
+// Rows by split sizes: rows [sum of earlier splits, + split[p]) of `in` go to
+// rank p, and rank p's rows land at the same place in `out`. On the device
+// when a route is given.
 void exchange_rows(Communicator::State& s, Waiter& w, int tag, const char* in, char* out,
                    const std::vector<int64_t>& send_splits, const std::vector<int64_t>& recv_splits, int64_t rb,
-                   const char* op) {
+                   const char* op, const DeviceRoute* route = nullptr) {
   const size_t ws = static_cast<size_t>(s.size);
   std::vector<const char*> send(ws);
   std::vector<char*> recv(ws);
@@ -1354,7 +1442,10 @@ void exchange_rows(Communicator::State& s, Waiter& w, int tag, const char* in, c
     at_in += send_splits[i];
     at_out += recv_splits[i];
   }
-  exchange_pairwise(s, w, tag, send, send_bytes, recv, recv_bytes, op);
+  if (route != nullptr)
+    device_exchange(s, w, tag, *route, send, send_bytes, recv, recv_bytes, op);
+  else
+    exchange_pairwise(s, w, tag, send, send_bytes, recv, recv_bytes, op);
 }
 
 }  // namespace
@@ -1391,6 +1482,14 @@ static Work all_to_all_single_impl(const TensorView& output, const TensorView& i
   };
   Body body = [output, input, splits, op](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
     if (metas) agree_on_splits(*metas, op);
+    if (const DeviceRoute route = device_route(input, op)) {
+      std::shared_ptr<char> keep;
+      const char* in = device_input(route, input, keep);
+      DeviceOutput out(route, output, false);
+      exchange_rows(s, w, tag, in, out.data(), splits->first, splits->second, row_bytes(input), op, &route);
+      out.commit();
+      return;
+    }
     PackedInput in(input, op);
     StagedOutput out(output, false, op);
     exchange_rows(s, w, tag, in.data(), out.data(), splits->first, splits->second, row_bytes(input), op);
@@ -1447,6 +1546,13 @@ AllToAllVResult all_to_all_v(const TensorView& input, const std::vector<int64_t>
     const bool on_device = input.device().is_cuda();
     result.output = on_device ? Tensor::empty(Shape(shape), input.dtype(), input.device())
                               : recycled_empty(Shape(shape), input.dtype());
+    if (const DeviceRoute route = device_route(input, op)) {
+      std::shared_ptr<char> keep;
+      const char* in = device_input(route, input, keep);
+      exchange_rows(s, w, tag, in, static_cast<char*>(result.output.data()), sends, result.recv_splits,
+                    row_bytes(input), op, &route);
+      return;
+    }
     PackedInput in(input, op);
     StagedOutput out(result.output, false, op);
     exchange_rows(s, w, tag, in.data(), out.data(), sends, result.recv_splits, row_bytes(input), op);

@@ -212,18 +212,29 @@ Waiter::Waiter(Communicator::State& state, const char* op)
                                                        std::chrono::duration<double>(state.timeout_s.load()))) {}
 
 void Waiter::wait_all(int n, MPI_Request* requests, const std::string& what) {
-  for (uint64_t spins = 0;; ++spins) {
-    int done = 0;
-    check_mpi(MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE), op_, "MPI_Testall");
-    if (done) return;
-    if ((spins & 255) == 255) {
-      if (std::chrono::steady_clock::now() > deadline_) {
+  poll(
+      [&] {
+        int done = 0;
+        check_mpi(MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE), op_, "MPI_Testall");
+        return done != 0;
+      },
+      what,
+      [&] {
         for (int i = 0; i < n; ++i) {
           if (requests[i] != MPI_REQUEST_NULL) {
             MPI_Cancel(&requests[i]);
             MPI_Request_free(&requests[i]);
           }
         }
+      });
+}
+
+void Waiter::poll(const std::function<bool()>& done, const std::string& what, const std::function<void()>& give_up) {
+  for (uint64_t spins = 0;; ++spins) {
+    if (done()) return;
+    if ((spins & 255) == 255) {
+      if (std::chrono::steady_clock::now() > deadline_) {
+        if (give_up) give_up();
         state_.fail_timeout(op_, what);
       }
       // Spinning keeps latency low; past a few thousand spins the peer is

@@ -4,9 +4,14 @@
 // Contract
 // - Every collective is called by every rank of the communicator, in the
 //   same order (as with MPI and torch.distributed).
-// - Tensors are CPU TensorViews of any dtype, any layout (non-contiguous
-//   views are packed into scratch and unpacked afterwards), 0-d included.
-//   Outputs are written in place.
+// - Tensors are TensorViews of any dtype, any layout (non-contiguous views
+//   are packed into scratch and unpacked afterwards), 0-d included, all on
+//   the CPU or all on one CUDA device. Outputs are written in place.
+// - CUDA tensors (see dist/device.h): every collective runs on the device,
+//   on the stream current at the call, and returns without synchronizing
+//   it: the results are ready in that stream's order. Chunks move through
+//   pinned host slots, or as device buffers when MPI is CUDA-aware
+//   (mpi_cuda_aware()); folds run on the GPU.
 // - Reductions (ReduceOp) are done by scatterx's reduce functors on the
 //   received bytes, not by an MPI_Op: sum, prod, min, max, avg. min/max
 //   propagate NaN (as torch's amax/amin); avg is sum / world size (integer
@@ -196,6 +201,11 @@ struct AllToAllVResult {
 };
 AllToAllVResult all_to_all_v(const TensorView& input, const std::vector<int64_t>& send_splits,
                              const Communicator& comm);
+
+// Whether the MPI library this process loaded moves CUDA device memory
+// itself (Open MPI's MPIX_Query_cuda_support(); false for other MPIs). MPI
+// must be initialized.
+bool mpi_cuda_aware();
 
 // For code that includes mpi.h itself: a duplicate of `comm`.
 #ifdef MPI_VERSION

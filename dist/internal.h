@@ -90,6 +90,10 @@ class Waiter {
   // waited for). Completed requests are left as MPI_REQUEST_NULL.
   void wait_all(int n, MPI_Request* requests, const std::string& what);
   void wait(MPI_Request& request, const std::string& what) { wait_all(1, &request, what); }
+  // Calls `done` until it returns true, or past the deadline calls
+  // `give_up` (which cancels what the caller had posted) and raises
+  // TimeoutError.
+  void poll(const std::function<bool()>& done, const std::string& what, const std::function<void()>& give_up = {});
 
  private:
   Communicator::State& state_;
@@ -98,5 +102,35 @@ class Waiter {
 };
 
 void check_mpi(int rc, const char* op, const char* call);
+
+// Blocks of a ring's buffer, in elements: block b is [offset[b], offset[b] + length[b]).
+struct Blocks {
+  std::vector<int64_t> offset;
+  std::vector<int64_t> length;
+
+  // n elements in ws nearly equal blocks (all_reduce's split of a tensor).
+  static Blocks even(int64_t n, int ws) {
+    Blocks b;
+    int64_t at = 0;
+    for (int r = 0; r < ws; ++r) {
+      const int64_t len = n / ws + (r < n % ws ? 1 : 0);
+      b.offset.push_back(at);
+      b.length.push_back(len);
+      at += len;
+    }
+    return b;
+  }
+  // ws blocks of n elements each.
+  static Blocks equal(int64_t n, int ws) {
+    Blocks b;
+    for (int r = 0; r < ws; ++r) {
+      b.offset.push_back(r * n);
+      b.length.push_back(n);
+    }
+    return b;
+  }
+};
+
+inline int mod(int a, int m) { return ((a % m) + m) % m; }
 
 }  // namespace scatterx::dist

@@ -31,18 +31,10 @@ void combine_typed(T* out, const T* a, const T* b, int64_t n, int64_t count) {
 
 void combine_cpu(void* out, const void* a, const void* b, int64_t n, DType dtype, Reduce reduce, int64_t count,
                  const char* op) {
-  SCATTERX_CHECK(reduce_supported(reduce, dtype), DTypeError, op, "reduce ", reduce_name(reduce),
-                 " is not supported for dtype ", dtype_name(dtype));
-  dispatch_dtype(dtype, op, [&](auto dtype_tag) {
+  dispatch_fold(dtype, reduce, op, [&](auto dtype_tag, auto reduce_tag) {
     using T = CppType<decltype(dtype_tag)::value>;
-    dispatch_reduce(reduce, [&](auto reduce_tag) {
-      constexpr Reduce R = decltype(reduce_tag)::value;
-      if constexpr (R == Reduce::None || !reduce_supported(R, decltype(dtype_tag)::value)) {
-        raise<ArgumentError>(op, "reduce ", reduce_name(R), " cannot combine values");
-      } else {
-        combine_typed<R, T>(static_cast<T*>(out), static_cast<const T*>(a), static_cast<const T*>(b), n, count);
-      }
-    });
+    combine_typed<decltype(reduce_tag)::value, T>(static_cast<T*>(out), static_cast<const T*>(a),
+                                                  static_cast<const T*>(b), n, count);
   });
 }
 

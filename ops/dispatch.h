@@ -65,4 +65,24 @@ decltype(auto) dispatch_reduce(Reduce reduce, F&& f) {
   detail::raise<ArgumentError>("dispatch_reduce", "unknown reduce code ", static_cast<int>(reduce));
 }
 
+// Calls f(DTypeTag<D>{}, ReduceTag<R>{}) when R can fold values of D (the
+// element-wise folds of ops/detail/combine.h); raises the op's error
+// otherwise, so no unsupported pair is ever instantiated.
+template <typename F>
+void dispatch_fold(DType dtype, Reduce reduce, const char* op, F&& f) {
+  SCATTERX_CHECK(reduce_supported(reduce, dtype), DTypeError, op, "reduce ", reduce_name(reduce),
+                 " is not supported for dtype ", dtype_name(dtype));
+  dispatch_dtype(dtype, op, [&](auto dtype_tag) {
+    constexpr DType D = decltype(dtype_tag)::value;
+    dispatch_reduce(reduce, [&](auto reduce_tag) {
+      constexpr Reduce R = decltype(reduce_tag)::value;
+      if constexpr (R == Reduce::None || !reduce_supported(R, D)) {
+        detail::raise<ArgumentError>(op, "reduce ", reduce_name(R), " cannot combine values");
+      } else {
+        f(dtype_tag, reduce_tag);
+      }
+    });
+  });
+}
+
 }  // namespace scatterx

@@ -4,7 +4,9 @@
 #      otherwise) -- or, with --no-build, uses binaries built elsewhere;
 #   2. runs the CUDA tests (tests/cuda_test.cpp: every op x dtype x reduce
 #      against the serial reference), then compute-sanitizer memcheck over a
-#      fast subset of them;
+#      fast subset of them; where MPI is installed, the distributed layer's
+#      CUDA tests under mpirun (2 ranks, staged and, if MPI is CUDA-aware,
+#      direct);
 #   3. runs the GPU benchmark (bench/bench_cuda.cpp) and torch's CUDA ops on
 #      the same workloads (bench/bench_cuda_torch.py, skipped without torch),
 #      and writes one table with the floors (bench/gpu_report.py).
@@ -65,6 +67,26 @@ if command -v compute-sanitizer >/dev/null; then
   tail -n 8 "$out/memcheck.log"
 else
   echo "compute-sanitizer not found: memcheck skipped" | tee "$out/memcheck.log"
+fi
+
+echo "== distributed layer on the GPU (2 ranks sharing the device)"
+dist_tests="$build/tests/dist/scatterx_dist_tests"
+if command -v mpirun >/dev/null; then
+  [ $do_build -eq 1 ] && { cmake --build "$build" -j "$(nproc)" --target scatterx_dist_tests >/dev/null 2>&1 || true; }
+fi
+if command -v mpirun >/dev/null && [ -x "$dist_tests" ]; then
+  # With CUDA-aware MPI the default run hands device buffers to MPI; the
+  # second run forces the pinned staging path either way.
+  for aware in 1 0; do
+    if ! OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SCATTERX_DIST_TIMEOUT=120 \
+        SCATTERX_DIST_CUDA_AWARE=$aware mpirun -n 2 --oversubscribe "$dist_tests" \
+        --gtest_filter='CudaDist*:InteropTest.*' >"$out/dist_cuda_aware$aware.log" 2>&1; then
+      status=1
+    fi
+    tail -n 4 "$out/dist_cuda_aware$aware.log"
+  done
+else
+  echo "mpirun or scatterx_dist_tests not here: skipped" | tee "$out/dist_cuda_aware1.log"
 fi
 
 echo "== benchmarks: scatterx"

@@ -28,6 +28,7 @@
 #include "ops/cuda.h"
 #include "ops/cuda/backend.h"
 #include "ops/cuda/contention.h"
+#include "ops/detail/combine.h"
 #include "tests/op_checks.h"
 #include "tests/reference.h"
 
@@ -421,6 +422,37 @@ INSTANTIATE_TEST_SUITE_P(Cuda, CudaGather,
                          cuda_param_name);
 
 // Rows of every byte width (1 to 16-byte vectors) and misaligned starts.
+// The distributed layer's device folds: the same bits as combine_cpu for
+// every dtype x reduce, with and without the mean's division, NaN and
+// wrapping values included.
+TEST_F(CudaTest, CombineMatchesTheCpuFoldBitwise) {
+  Rng rng(case_seed(current_test_name(), 0));
+  const int64_t n = 100003;
+  for (DType dtype : all_dtypes()) {
+    for (Reduce reduce : {Reduce::Sum, Reduce::Prod, Reduce::Mean, Reduce::Amax, Reduce::Amin}) {
+      if (!scatterx::reduce_supported(reduce, dtype)) continue;
+      for (int64_t count : {int64_t{0}, int64_t{3}}) {
+        if (count > 0 && reduce != Reduce::Mean) continue;
+        SCOPED_TRACE(std::string(scatterx::dtype_name(dtype)) + " " + scatterx::reduce_name(reduce) + " count " +
+                     std::to_string(count));
+        const Tensor a = Tensor::empty({n}, dtype);
+        const Tensor b = Tensor::empty({n}, dtype);
+        fill_random(a, rng);
+        fill_random(b, rng);
+        const Tensor expected = Tensor::empty({n}, dtype);
+        scatterx::detail::combine_cpu(expected.data(), a.data(), b.data(), n, dtype, reduce, count, "test");
+        const int64_t bytes = n * a.element_size();
+        const Tensor da = Tensor::empty({n}, dtype, kGpu);
+        const Tensor db = Tensor::empty({n}, dtype, kGpu);
+        backend::copy_from_host(da.data(), a.data(), bytes, "test");
+        backend::copy_from_host(db.data(), b.data(), bytes, "test");
+        backend::combine(db.data(), da.data(), db.data(), n, dtype, reduce, count, "test");  // out aliases b
+        EXPECT_TRUE(same_values(to_host(db), expected));
+      }
+    }
+  }
+}
+
 TEST_F(CudaTest, IndexSelectRowWidths) {
   Rng rng(7);
   for (int64_t row : {1, 3, 4, 8, 12, 16, 33, 128, 1000}) {

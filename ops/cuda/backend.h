@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <memory>
 
+#include "ops/dtype.h"
 #include "ops/gather/gather_kernel.h"
+#include "ops/reduce.h"
 #include "ops/scatter/scatter_kernel.h"
 #include "ops/tensor.h"
 
@@ -39,6 +41,32 @@ void fill_value(void* device, const void* value, int64_t bytes, const char* op);
 // With measure_contention, the same pass estimates the share of the index's
 // values taken by its most frequent value (see contention.h) and returns
 // it; -1 when not measured (checks off, or not asked).
+// ---- for pipelines (the distributed layer's staging) -------------------------
+// Enqueued on the current stream and not waited for: the caller keeps the
+// buffers alive and learns of completion through an event. Host buffers
+// should be pinned (allocate_pinned) for the copies to overlap other work.
+void copy_to_host_async(void* host, const void* device, int64_t bytes, const char* op);
+void copy_from_host_async(void* device, const void* host, int64_t bytes, const char* op);
+void copy_device_async(void* dst, const void* src, int64_t bytes, const char* op);
+// Makes `device` the calling thread's current device until the returned
+// handle is dropped (then the previous one again).
+std::shared_ptr<void> use_device(Device device, const char* op);
+// Page-locked host memory, freed (cudaFreeHost) when the last owner drops it.
+std::shared_ptr<void> allocate_pinned(int64_t bytes, const char* op);
+// An event recorded on the current stream after the work enqueued so far,
+// destroyed with its last owner; event_reached polls it without blocking
+// (raises on a device error), event_wait blocks until it is reached.
+std::shared_ptr<void> record_event(const char* op);
+bool event_reached(const std::shared_ptr<void>& event, const char* op);
+void event_wait(const std::shared_ptr<void>& event, const char* op);
+// combine.h's contract on device memory, enqueued on the current stream:
+// out[i] = finalize(combine(a[i], b[i]), count), the arithmetic of the CPU's
+// combine_cpu (16-bit floats through float, integers wrapping, NaN
+// propagating), so a fold gives the same bits on either device.
+void combine(void* out, const void* a, const void* b, int64_t n, DType dtype, Reduce reduce, int64_t count,
+             const char* op);
+void finalize_mean(void* out, int64_t n, DType dtype, int64_t count, const char* op);
+
 double check_index_bounds(const char* op, const TensorView& index, int64_t dim, int64_t bound, bool measure_contention);
 
 void gather(const GatherArgs& args);

@@ -37,6 +37,16 @@ void copy_to_host(void*, const void*, int64_t, const char* op) { unavailable(op)
 void copy_from_host(void*, const void*, int64_t, const char* op) { unavailable(op); }
 void fill_zero(void*, int64_t, const char* op) { unavailable(op); }
 void fill_value(void*, const void*, int64_t, const char* op) { unavailable(op); }
+void copy_to_host_async(void*, const void*, int64_t, const char* op) { unavailable(op); }
+void copy_from_host_async(void*, const void*, int64_t, const char* op) { unavailable(op); }
+void copy_device_async(void*, const void*, int64_t, const char* op) { unavailable(op); }
+std::shared_ptr<void> use_device(Device, const char* op) { unavailable(op); }
+std::shared_ptr<void> allocate_pinned(int64_t, const char* op) { unavailable(op); }
+std::shared_ptr<void> record_event(const char* op) { unavailable(op); }
+bool event_reached(const std::shared_ptr<void>&, const char* op) { unavailable(op); }
+void event_wait(const std::shared_ptr<void>&, const char* op) { unavailable(op); }
+void combine(void*, const void*, const void*, int64_t, DType, Reduce, int64_t, const char* op) { unavailable(op); }
+void finalize_mean(void*, int64_t, DType, int64_t, const char* op) { unavailable(op); }
 double check_index_bounds(const char* op, const TensorView&, int64_t, int64_t, bool) { unavailable(op); }
 void gather(const GatherArgs& args) { unavailable(args.op); }
 void scatter(const ScatterArgs& args) { unavailable(args.op); }

@@ -1,4 +1,5 @@
 // Streams, switches, memory and copies of the CUDA backend.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -94,6 +95,51 @@ void copy_from_host(void* device, const void* host, int64_t bytes, const char* o
         "cudaMemcpyAsync");
   // The host buffer may be a temporary of the caller's.
   check(cudaStreamSynchronize(stream()), op, "cudaStreamSynchronize");
+}
+
+void copy_to_host_async(void* host, const void* device, int64_t bytes, const char* op) {
+  if (bytes == 0) return;
+  check(cudaMemcpyAsync(host, device, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream()), op,
+        "cudaMemcpyAsync");
+}
+
+void copy_from_host_async(void* device, const void* host, int64_t bytes, const char* op) {
+  if (bytes == 0) return;
+  check(cudaMemcpyAsync(device, host, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream()), op,
+        "cudaMemcpyAsync");
+}
+
+void copy_device_async(void* dst, const void* src, int64_t bytes, const char* op) {
+  if (bytes == 0 || dst == src) return;
+  check(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice, stream()), op,
+        "cudaMemcpyAsync");
+}
+
+std::shared_ptr<void> use_device(Device device, const char* op) { return std::make_shared<DeviceGuard>(device, op); }
+
+std::shared_ptr<void> allocate_pinned(int64_t bytes, const char* op) {
+  void* p = nullptr;
+  check(cudaMallocHost(&p, static_cast<size_t>(std::max<int64_t>(bytes, 1))), op, "cudaMallocHost");
+  return std::shared_ptr<void>(p, [](void* q) { (void)cudaFreeHost(q); });
+}
+
+std::shared_ptr<void> record_event(const char* op) {
+  cudaEvent_t event = nullptr;
+  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), op, "cudaEventCreateWithFlags");
+  std::shared_ptr<void> owner(event, [](void* e) { (void)cudaEventDestroy(static_cast<cudaEvent_t>(e)); });
+  check(cudaEventRecord(event, stream()), op, "cudaEventRecord");
+  return owner;
+}
+
+bool event_reached(const std::shared_ptr<void>& event, const char* op) {
+  const cudaError_t rc = cudaEventQuery(static_cast<cudaEvent_t>(event.get()));
+  if (rc == cudaErrorNotReady) return false;
+  check(rc, op, "cudaEventQuery");
+  return true;
+}
+
+void event_wait(const std::shared_ptr<void>& event, const char* op) {
+  check(cudaEventSynchronize(static_cast<cudaEvent_t>(event.get())), op, "cudaEventSynchronize");
 }
 
 namespace {

@@ -2,6 +2,9 @@
 // handle, from_mpi), and the lifetime of a communicator's state.
 #define OMPI_SKIP_MPICXX 1
 #include <mpi.h>  // before dist.h: enables scatterx::dist::from_mpi
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
 
 #include <gtest/gtest.h>
 
@@ -26,6 +29,16 @@ class InteropTest : public DistTest {
     EXPECT_TRUE(holds(t, [&](int64_t i) { return V{static_cast<double>(size * (size + 1) / 2 + size * i), 0}; }));
   }
 };
+
+// The transport of CUDA tensors follows what the loaded MPI library says at
+// run time (Open MPI's extension), and is false for MPIs without one.
+TEST_F(InteropTest, CudaAwarenessFromTheMpiLibrary) {
+#if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+  EXPECT_EQ(dist::mpi_cuda_aware(), MPIX_Query_cuda_support() == 1);
+#else
+  EXPECT_FALSE(dist::mpi_cuda_aware());
+#endif
+}
 
 TEST_F(InteropTest, FromMpi) {
   Communicator c = dist::from_mpi(MPI_COMM_WORLD);
