@@ -26,7 +26,6 @@
 #include "dist/device.h"
 #include "dist/internal.h"
 #include "ops/cuda.h"
-#include "ops/cuda/backend.h"
 #include "ops/detail/checks.h"
 #include "ops/detail/combine.h"
 #include "ops/detail/memory.h"
@@ -79,53 +78,14 @@ class Scratch {
   size_t capacity_ = 0;
 };
 
-// ---- CUDA tensors: staged through host memory ---------------------------------------
-// MPI moves host buffers here and the folds run on the CPU: a CUDA tensor's
-// values are copied to a host stand-in before the exchange and back after it,
-// on the stream that was current when the collective was called (see launch).
+// ---- host memory: packing and unpacking -------------------------------------------
+// (CUDA tensors never get here: device_route sends them to the device paths.)
 
-// dst = src for views of one shape and dtype on any devices (host <-> one
-// CUDA device, or within one device).
-void transfer(const TensorView& dst, const TensorView& src, const char* op) {
-  if (dst.device() == src.device()) {
-    copy_(dst, src);
-    return;
-  }
-  const int64_t bytes = src.numel() * src.element_size();
-  if (src.device().is_cuda()) {  // device -> host
-    const Tensor contiguous = src.is_contiguous() ? Tensor() : Tensor::clone(src);
-    const void* from = src.is_contiguous() ? src.data() : contiguous.data();
-    if (dst.is_contiguous()) {
-      detail::cuda::copy_to_host(dst.data(), from, bytes, op);
-    } else {
-      const Tensor host = Tensor::empty(src.sizes(), src.dtype());
-      detail::cuda::copy_to_host(host.data(), from, bytes, op);
-      copy_(dst, host);
-    }
-    return;
-  }
-  // host -> device
-  const Tensor host = src.is_contiguous() ? Tensor() : Tensor::clone(src);
-  const void* from = src.is_contiguous() ? src.data() : host.data();
-  if (dst.is_contiguous()) {
-    detail::cuda::copy_from_host(dst.data(), from, bytes, op);
-  } else {
-    const Tensor device = Tensor::empty(dst.sizes(), dst.dtype(), dst.device());
-    detail::cuda::copy_from_host(device.data(), from, bytes, op);
-    copy_(dst, device);
-  }
-}
-
-// A view's bytes, contiguous and in host memory: the view itself, or a
-// packed (or staged) copy.
+// A view's bytes, contiguous: the view itself, or a packed copy.
 class PackedInput {
  public:
-  PackedInput(const TensorView& v, const char* op) {
-    if (v.device().is_cuda()) {
-      copy_ = Tensor::empty(v.sizes(), v.dtype());
-      transfer(copy_, v, op);
-      data_ = static_cast<const char*>(copy_.data());
-    } else if (v.is_contiguous()) {
+  explicit PackedInput(const TensorView& v) {
+    if (v.is_contiguous()) {
       data_ = static_cast<const char*>(v.data());
     } else {
       copy_ = Tensor::clone(v);
@@ -139,27 +99,25 @@ class PackedInput {
   const char* data_ = nullptr;
 };
 
-// Where a collective writes a view: the view itself when contiguous in host
-// memory, else a contiguous host stand-in that commit() unpacks into the view.
+// Where a collective writes a view: the view itself when contiguous, else a
+// contiguous stand-in that commit() unpacks into the view.
 class StagedOutput {
  public:
-  StagedOutput(const TensorView& v, bool keep_values, const char* op) : view_(v), op_(op) {
-    if (v.is_contiguous() && v.device().is_cpu()) {
+  StagedOutput(const TensorView& v, bool keep_values) : view_(v) {
+    if (v.is_contiguous()) {
       data_ = static_cast<char*>(v.data());
     } else {
-      stand_in_ = Tensor::empty(v.sizes(), v.dtype());
-      if (keep_values) transfer(stand_in_, v, op);
+      stand_in_ = keep_values ? Tensor::clone(v) : Tensor::empty(v.sizes(), v.dtype());
       data_ = static_cast<char*>(stand_in_.data());
     }
   }
   char* data() const { return data_; }
   void commit() {
-    if (stand_in_.owns_memory()) transfer(view_, stand_in_, op_);
+    if (stand_in_.owns_memory()) copy_(view_, stand_in_);
   }
 
  private:
   TensorView view_;
-  const char* op_;
   Tensor stand_in_;
   char* data_ = nullptr;
 };
@@ -175,7 +133,7 @@ Tensor recycled_empty(const Shape& shape, DType dtype) {
   return Tensor::adopt(TensorView(data, dtype, shape), std::move(owner));
 }
 
-// ---- device memory: the device rings (device.h) ---------------------------------
+// ---- device memory: the device paths (device.h) ---------------------------------
 
 // A view's bytes, contiguous in device memory: the view itself, or a copy
 // packed on the route's queue (kept alive by `keep`).
@@ -992,8 +950,8 @@ static Work all_gather_into_tensor_impl(const TensorView& output, const TensorVi
       out.commit();
       return;
     }
-    StagedOutput out(output, false, op);
-    PackedInput in(input, op);
+    StagedOutput out(output, false);
+    PackedInput in(input);
     ring_all_gather(s, w, tag, out.data(), Blocks::equal(n, s.size), es, op, in.data());
     out.commit();
   };
@@ -1044,10 +1002,10 @@ static Work all_gather_impl(const std::vector<TensorView>& outputs, const Tensor
     }
     Scratch buf(n * es * s.size, s);
     TensorView own(buf.data() + s.rank * n * es, input.dtype(), input.sizes());
-    transfer(own, input, op);
+    copy_(own, input);
     ring_all_gather(s, w, tag, buf.data(), Blocks::equal(n, s.size), es, op);
     for (int r = 0; r < s.size; ++r) {
-      transfer(outputs[static_cast<size_t>(r)], TensorView(buf.data() + r * n * es, input.dtype(), input.sizes()), op);
+      copy_(outputs[static_cast<size_t>(r)], TensorView(buf.data() + r * n * es, input.dtype(), input.sizes()));
     }
   };
   return launch(comm, op, async, false, check, std::move(body));
@@ -1098,8 +1056,8 @@ static Work reduce_scatter_tensor_impl(const TensorView& output, const TensorVie
       out.commit();
       return;
     }
-    PackedInput in(input, op);
-    StagedOutput out(output, false, op);
+    PackedInput in(input);
+    StagedOutput out(output, false);
     ring_reduce_scatter(s, w, tag, in.data(), out.data(), blocks, input.dtype(), reduce_op, op);
     out.commit();
   };
@@ -1160,10 +1118,9 @@ static Work reduce_scatter_impl(const TensorView& output, const std::vector<Tens
     }
     Scratch packed(n * es * s.size, s);
     for (int r = 0; r < s.size; ++r) {
-      transfer(TensorView(packed.data() + r * n * es, output.dtype(), output.sizes()), inputs[static_cast<size_t>(r)],
-               op);
+      copy_(TensorView(packed.data() + r * n * es, output.dtype(), output.sizes()), inputs[static_cast<size_t>(r)]);
     }
-    StagedOutput out(output, false, op);
+    StagedOutput out(output, false);
     ring_reduce_scatter(s, w, tag, packed.data(), out.data(), Blocks::equal(n, s.size), output.dtype(), reduce_op, op);
     out.commit();
   };
@@ -1212,7 +1169,7 @@ static Work all_reduce_impl(const TensorView& tensor, ReduceOp reduce_op, const 
       buf.commit();
       return;
     }
-    StagedOutput buf(tensor, true, op);
+    StagedOutput buf(tensor, true);
     // Reduce-scatter in place: block `rank` of the tensor receives the
     // result, and the other blocks are only read until the all-gather
     // overwrites them.
@@ -1268,7 +1225,7 @@ static Work broadcast_impl(const TensorView& tensor, int root, const Communicato
       if (s.rank != root) buf.commit();
       return;
     }
-    StagedOutput buf(tensor, s.rank == root, op);
+    StagedOutput buf(tensor, s.rank == root);
     // Binomial tree over ranks relative to the root, point-to-point (so a
     // wait can be cancelled at the timeout).
     const int ws = s.size;
@@ -1376,8 +1333,8 @@ static Work all_to_all_impl(const std::vector<TensorView>& outputs, const std::v
     std::vector<const char*> send(uws);
     std::vector<char*> recv(uws);
     for (size_t i = 0; i < uws; ++i) {
-      packed.emplace_back(inputs[i], op);
-      staged.emplace_back(outputs[i], false, op);
+      packed.emplace_back(inputs[i]);
+      staged.emplace_back(outputs[i], false);
       send[i] = packed.back().data();
       recv[i] = staged.back().data();
     }
@@ -1490,8 +1447,8 @@ static Work all_to_all_single_impl(const TensorView& output, const TensorView& i
       out.commit();
       return;
     }
-    PackedInput in(input, op);
-    StagedOutput out(output, false, op);
+    PackedInput in(input);
+    StagedOutput out(output, false);
     exchange_rows(s, w, tag, in.data(), out.data(), splits->first, splits->second, row_bytes(input), op);
     out.commit();
   };
@@ -1553,8 +1510,8 @@ AllToAllVResult all_to_all_v(const TensorView& input, const std::vector<int64_t>
                     row_bytes(input), op, &route);
       return;
     }
-    PackedInput in(input, op);
-    StagedOutput out(result.output, false, op);
+    PackedInput in(input);
+    StagedOutput out(result.output, false);
     exchange_rows(s, w, tag, in.data(), out.data(), sends, result.recv_splits, row_bytes(input), op);
     out.commit();
   };

@@ -6,7 +6,8 @@
 #   3. the Python package: pip install . into build/venv, then pytest
 #      (torch is installed too, so the torch comparisons and autograd
 #      checks run; SCATTERX_TORCH=0 skips it and those tests say so),
-#      then tests/python_dist under mpirun with 1, 2 and 3 ranks
+#      then tests/python_dist under mpirun with 1, 2 and 3 ranks, and with 3
+#      ranks through the emulated device paths of dist/device.h
 #      (scatterx.distributed; mpi4py's tests skip if it did not install),
 #   4. the C++ suite built with AddressSanitizer + UndefinedBehaviorSanitizer.
 # --quick skips step 4.
@@ -42,6 +43,10 @@ if "$SCATTERX_VENV/bin/python" -c "import scatterx._C as c; assert hasattr(c, 'd
     (cd "$SCATTERX_ROOT" && timeout 600 mpirun --allow-run-as-root --oversubscribe -n "$n" \
       env OMP_NUM_THREADS=1 "$SCATTERX_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/python_dist)
   done
+  echo "-- 3 ranks, through the CUDA tensors' paths on an emulated device (dist/device.h)"
+  (cd "$SCATTERX_ROOT" && timeout 600 mpirun --allow-run-as-root --oversubscribe -n 3 \
+    env OMP_NUM_THREADS=1 SCATTERX_DIST_EMULATE_DEVICE=staged SCATTERX_DIST_STAGING_CHUNK_BYTES=65536 \
+    "$SCATTERX_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/python_dist)
 elif command -v mpicc >/dev/null; then
   echo "== MPI is installed but the Python package has no scatterx._C.dist: the build lost the distributed layer" >&2
   exit 1
