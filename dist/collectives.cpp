@@ -722,19 +722,7 @@ void ring_reduce_scatter(Communicator::State& s, Waiter& w, int tag, const char*
   }
   auto block_at = [&](int step) { return mod(r - step - 1, ws); };
 
-  struct Piece {
-    int step;
-    int64_t begin;  // element offset within the block
-    int64_t len;
-  };
-  std::vector<Piece> pieces;  // in the order the left neighbour sends them
-  for (int step = 1; step < ws; ++step) {
-    const int64_t len = blocks.length[static_cast<size_t>(block_at(step))];
-    for (int64_t c = 0; c < len || (c == 0 && len == 0); c += chunk) {
-      pieces.push_back({step, c, std::min(chunk, len - c)});
-      if (len == 0) break;
-    }
-  }
+  const std::vector<RingPiece> pieces = ring_pieces(blocks, r, ws, chunk);
   const size_t n_pieces = pieces.size();
   size_t n_middle = 0;  // pieces of steps 1 .. ws-2, which are forwarded
   while (n_middle < n_pieces && pieces[n_middle].step < ws - 1) ++n_middle;
@@ -771,15 +759,12 @@ void ring_reduce_scatter(Communicator::State& s, Waiter& w, int tag, const char*
   std::vector<MPI_Request> send_req;
   {
     const size_t b = static_cast<size_t>(block_at(0));
-    const int64_t len = blocks.length[b];
-    for (int64_t c = 0; c < len || (c == 0 && len == 0); c += chunk) {
-      const int64_t n = std::min(chunk, len - c);
-      post_send(src + (blocks.offset[b] + c) * es, n * es, right, tag, s.comm, send_req, op);
-      if (len == 0) break;
-    }
+    for_each_chunk(blocks.length[b], chunk, [&](int64_t begin, int64_t len) {
+      post_send(src + (blocks.offset[b] + begin) * es, len * es, right, tag, s.comm, send_req, op);
+    });
   }
   for (size_t i = 0; i < n_pieces; ++i) {
-    const Piece& p = pieces[i];
+    const RingPiece& p = pieces[i];
     w.wait(recv_req[i], rank_name(left));
     const size_t b = static_cast<size_t>(block_at(p.step));
     char* partial = buffer_of(i);
@@ -814,15 +799,12 @@ class RingAllGather {
     left_ = mod(s.rank - 1, ws);
     for (int step = 0; step < ws - 1; ++step) {
       const size_t b = static_cast<size_t>(mod(s.rank - step - 1, ws));
-      const int64_t len = blocks.length[b];
-      for (int64_t c = 0; c < len || (c == 0 && len == 0); c += chunk) {
-        const int64_t n = std::min(chunk, len - c);
-        char* dst = buf + (blocks.offset[b] + c) * es;
+      for_each_chunk(blocks.length[b], chunk, [&](int64_t begin, int64_t len) {
+        char* dst = buf + (blocks.offset[b] + begin) * es;
         const size_t first = recv_req_.size();
-        post_recv(dst, n * es, left_, tag, s.comm, recv_req_, op);
-        pieces_.push_back({step, dst, n * es, first, recv_req_.size() - first});
-        if (len == 0) break;
-      }
+        post_recv(dst, len * es, left_, tag, s.comm, recv_req_, op);
+        pieces_.push_back({step, dst, len * es, first, recv_req_.size() - first});
+      });
     }
   }
 
@@ -831,11 +813,9 @@ class RingAllGather {
   // `chunk` except for the block's last piece.
   void send_own(const char* from, int64_t begin, int64_t len) {
     if (s_.size == 1) return;
-    for (int64_t c = 0; c < len || (c == 0 && len == 0); c += chunk_) {
-      const int64_t n = std::min(chunk_, len - c);
+    for_each_chunk(len, chunk_, [&](int64_t c, int64_t n) {
       post_send(from + (begin + c) * es_, n * es_, right_, tag_, s_.comm, send_req_, op_);
-      if (len == 0) break;
-    }
+    });
   }
 
   void finish() {

@@ -484,17 +484,6 @@ class DeviceEndpoint {
   bool finished_ = false;
 };
 
-// Calls f(begin, length) for the chunks of at most `chunk` elements that
-// make up `len`; an empty block still makes one (empty) chunk, so that both
-// ends agree on the count.
-template <typename F>
-void for_each_chunk(int64_t len, int64_t chunk, F&& f) {
-  for (int64_t c = 0; c < len || (c == 0 && len == 0); c += chunk) {
-    f(c, std::min(chunk, len - c));
-    if (len == 0) break;
-  }
-}
-
 // The items of every list, interleaved: item 0 of each list in turn, then
 // item 1, ... (lists of different lengths drop out as they end).
 template <typename T>
@@ -552,28 +541,16 @@ void device_ring_reduce_scatter(Communicator::State& s, Waiter& w, int tag, cons
   const int64_t chunk = std::max<int64_t>(1, route.chunk_bytes / es);
   auto block_at = [&](int step) { return static_cast<size_t>(mod(r - step - 1, ws)); };
 
-  // The pieces in the order the left neighbour sends them (as the host
-  // ring: step s carries the partial of block rank - s - 1), each landing
-  // in its own stretch of device scratch.
-  struct Piece {
-    int step;
-    int64_t begin;
-    int64_t len;
-  };
-  std::vector<Piece> pieces;
-  for (int step = 1; step < ws; ++step) {
-    for_each_chunk(blocks.length[block_at(step)], chunk, [&](int64_t begin, int64_t len) {
-      pieces.push_back({step, begin, len});
-    });
-  }
+  // The host ring's pieces, each landing in its own stretch of device scratch.
+  const std::vector<RingPiece> pieces = ring_pieces(blocks, r, ws, chunk);
   int64_t landing_bytes = 0;
-  for (const Piece& p : pieces) landing_bytes += p.len * es;
+  for (const RingPiece& p : pieces) landing_bytes += p.len * es;
   const std::shared_ptr<char> landing = q.device_buffer(landing_bytes);
   const int left = mod(r - 1, ws);
   const std::vector<int> right{mod(r + 1, ws)};
   std::vector<DeviceEndpoint::Incoming> incoming;
   int64_t at = 0;
-  for (const Piece& p : pieces) {
+  for (const RingPiece& p : pieces) {
     incoming.push_back({landing.get() + at, p.len * es, left});
     at += p.len * es;
   }
@@ -585,7 +562,7 @@ void device_ring_reduce_scatter(Communicator::State& s, Waiter& w, int tag, cons
       ring.send(src + (blocks.offset[b] + begin) * es, len * es, right);
     });
   }
-  for (const Piece& p : pieces) {
+  for (const RingPiece& p : pieces) {
     char* partial = ring.receive();
     const size_t b = block_at(p.step);
     const char* own = src + (blocks.offset[b] + p.begin) * es;

@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -132,5 +133,35 @@ struct Blocks {
 };
 
 inline int mod(int a, int m) { return ((a % m) + m) % m; }
+
+// Calls f(begin, length) for the chunks of at most `chunk` elements that
+// make up `len`, in order; an empty block still makes one (empty) chunk, so
+// that both ends of a ring agree on the number of messages.
+template <typename F>
+void for_each_chunk(int64_t len, int64_t chunk, F&& f) {
+  for (int64_t c = 0; c < len || (c == 0 && len == 0); c += chunk) {
+    f(c, std::min(chunk, len - c));
+    if (len == 0) break;
+  }
+}
+
+// What a reduce-scatter ring receives from its left neighbour, in order:
+// step s (1 <= s < ws) carries the partial of block rank - s - 1 (s
+// contributions), chunk by chunk; begin is an element offset in the block.
+struct RingPiece {
+  int step;
+  int64_t begin;
+  int64_t len;
+};
+inline std::vector<RingPiece> ring_pieces(const Blocks& blocks, int rank, int ws, int64_t chunk) {
+  std::vector<RingPiece> pieces;
+  for (int step = 1; step < ws; ++step) {
+    for_each_chunk(blocks.length[static_cast<size_t>(mod(rank - step - 1, ws))], chunk,
+                   [&](int64_t begin, int64_t len) {
+                     pieces.push_back({step, begin, len});
+                   });
+  }
+  return pieces;
+}
 
 }  // namespace scatterx::dist

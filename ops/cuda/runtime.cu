@@ -82,21 +82,6 @@ std::shared_ptr<void> allocate(int64_t bytes, Device device, const char* op) {
   });
 }
 
-void copy_to_host(void* host, const void* device, int64_t bytes, const char* op) {
-  if (bytes == 0) return;
-  check(cudaMemcpyAsync(host, device, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream()), op,
-        "cudaMemcpyAsync");
-  check(cudaStreamSynchronize(stream()), op, "cudaStreamSynchronize");
-}
-
-void copy_from_host(void* device, const void* host, int64_t bytes, const char* op) {
-  if (bytes == 0) return;
-  check(cudaMemcpyAsync(device, host, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream()), op,
-        "cudaMemcpyAsync");
-  // The host buffer may be a temporary of the caller's.
-  check(cudaStreamSynchronize(stream()), op, "cudaStreamSynchronize");
-}
-
 void copy_to_host_async(void* host, const void* device, int64_t bytes, const char* op) {
   if (bytes == 0) return;
   check(cudaMemcpyAsync(host, device, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream()), op,
@@ -107,6 +92,19 @@ void copy_from_host_async(void* device, const void* host, int64_t bytes, const c
   if (bytes == 0) return;
   check(cudaMemcpyAsync(device, host, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream()), op,
         "cudaMemcpyAsync");
+}
+
+void copy_to_host(void* host, const void* device, int64_t bytes, const char* op) {
+  if (bytes == 0) return;
+  copy_to_host_async(host, device, bytes, op);
+  check(cudaStreamSynchronize(stream()), op, "cudaStreamSynchronize");
+}
+
+void copy_from_host(void* device, const void* host, int64_t bytes, const char* op) {
+  if (bytes == 0) return;
+  copy_from_host_async(device, host, bytes, op);
+  // The host buffer may be a temporary of the caller's.
+  check(cudaStreamSynchronize(stream()), op, "cudaStreamSynchronize");
 }
 
 void copy_device_async(void* dst, const void* src, int64_t bytes, const char* op) {
