@@ -67,6 +67,13 @@ struct Communicator::State {
   size_t shm_bytes = 0;
   std::vector<char*> staging;  // by rank: that rank's staging area in the segment
   int64_t slot_bytes = 0;
+  // By peer: the cost of this rank's copies into the peer's slots, plain
+  // and non-temporal (write_slot in collectives.cpp).
+  struct SlotWriter {
+    double ns_per_byte[2] = {0, 0};  // running means of recent copies; 0: none yet
+    uint64_t copies = 0;             // since both were measured
+  };
+  std::vector<SlotWriter> slot_writers;
   void unmap_shm();
 
   State(MPI_Comm owned, bool threaded_mpi);
