@@ -627,8 +627,12 @@ bool shm_ready(Communicator::State& s, Waiter& w, const char* op) {
 // Slots smaller than this are copied plainly and untimed (too short to time).
 constexpr int64_t kTimedSlotBytes = int64_t{64} << 10;
 constexpr double kFarCopyRatio = 3;
-// One copy in this many goes the other way: the vCPUs can move in seconds.
-constexpr uint64_t kSlotTrialEvery = 32;
+// One copy in this many goes the other way, since the vCPUs can move within
+// seconds: often while copying plainly (a non-temporal trial costs little),
+// rarely while streaming (a plain trial with the cores apart costs 5 times a
+// copy, for the writer and again for the reader).
+constexpr uint64_t kStreamingTrialEvery = 32;
+constexpr uint64_t kPlainTrialEvery = 128;
 
 // SCATTERX_DIST_SHM_STREAM: unset, choose by the timings; 0, always plain
 // copies; 1, always non-temporal.
@@ -656,7 +660,8 @@ void write_slot(Communicator::State::SlotWriter& writer, char* slot, const char*
   }
   double* cost = writer.ns_per_byte;
   int way = cost[0] == 0 ? 0 : cost[1] == 0 ? 1 : cost[0] > kFarCopyRatio * cost[1] ? 1 : 0;
-  if (cost[0] != 0 && cost[1] != 0 && ++writer.copies % kSlotTrialEvery == 0) way = 1 - way;
+  if (cost[0] != 0 && cost[1] != 0 && ++writer.copies % (way == 0 ? kStreamingTrialEvery : kPlainTrialEvery) == 0)
+    way = 1 - way;
   const auto start = std::chrono::steady_clock::now();
   copy(way == 1);
   const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
