@@ -658,15 +658,20 @@ void write_slot(Communicator::State::SlotWriter& writer, char* slot, const char*
     copy(forced == 1);
     return;
   }
-  double* cost = writer.ns_per_byte;
-  int way = cost[0] == 0 ? 0 : cost[1] == 0 ? 1 : cost[0] > kFarCopyRatio * cost[1] ? 1 : 0;
-  if (cost[0] != 0 && cost[1] != 0 && ++writer.copies % (way == 0 ? kStreamingTrialEvery : kPlainTrialEvery) == 0)
-    way = 1 - way;
+  double* cost = writer.ns_per_byte;  // [plain, streaming]
+  bool streaming;
+  if (cost[0] == 0 || cost[1] == 0) {
+    streaming = cost[0] != 0;  // measure each way once, plain first
+  } else {
+    streaming = cost[0] > kFarCopyRatio * cost[1];
+    if (++writer.copies % (streaming ? kPlainTrialEvery : kStreamingTrialEvery) == 0) streaming = !streaming;
+  }
   const auto start = std::chrono::steady_clock::now();
-  copy(way == 1);
+  copy(streaming);
   const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
   const double sample = std::max(ns, 1.0) / static_cast<double>(bytes);
-  cost[way] = cost[way] == 0 ? sample : (cost[way] + sample) / 2;
+  double& mean = cost[streaming ? 1 : 0];
+  mean = mean == 0 ? sample : (mean + sample) / 2;
 }
 
 // Direct reduce-scatter on one host. Rank q copies chunk c of its block p
