@@ -11,7 +11,10 @@
 // both side by side with the floors; scripts/gpu_suite.sh runs all three.
 //
 // Float inputs are filled with the byte 0x3f (0.747 in float32, 0.746 in
-// bfloat16): finite, and long products only underflow towards zero.
+// bfloat16), except the sources of amax, amin and prod: there every value
+// would equal the destination's and an atomic extremum would never write, so
+// they take a Weyl sequence in [0.5, 1.5) (random_values) and the running
+// extremum and product keep changing, as on real data.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
@@ -117,6 +120,20 @@ Tensor device_index(const std::vector<int64_t>& host) {
 Tensor device_values(const Shape& shape, DType dtype) {
   Tensor t = Tensor::empty(shape, dtype, kGpu);
   check(cudaMemset(t.data(), 0x3f, static_cast<size_t>(t.numel() * t.element_size())), "cudaMemset");
+  return t;
+}
+
+// float32 values[i] = 0.5 + w * 2^-24, w = the top 24 bits of i * 0x9E3779B97F4A7C15
+// (mod 2^64), computed in double and rounded to float32 as torch does: spread
+// over [0.5, 1.5) in no order that a destination's arrivals follow.
+Tensor random_values(const Shape& shape) {
+  Tensor t = Tensor::empty(shape, DType::Float32, kGpu);
+  std::vector<float> host(static_cast<size_t>(t.numel()));
+  for (size_t i = 0; i < host.size(); ++i) {
+    const uint64_t w = (static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull) >> 40;
+    host[i] = static_cast<float>(0.5 + static_cast<double>(w) * 0x1.0p-24);
+  }
+  check(cudaMemcpy(t.data(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
   return t;
 }
 
@@ -229,7 +246,8 @@ void gnn_powerlaw(benchmark::State& state, Reduce reduce, bool deterministic, bo
   const int64_t features = 64;
   const Tensor self = Tensor::empty({nodes, features}, DType::Float32, kGpu);
   const Tensor index = device_index(powerlaw_index(2, nodes, edges));
-  const Tensor src = device_values({edges, features}, DType::Float32);
+  const Tensor src =
+      reduce == Reduce::Sum ? device_values({edges, features}, DType::Float32) : random_values({edges, features});
   const Deterministic mode(deterministic);
   const Checks checks(unchecked);
   const ForcedPath forced(path);
@@ -257,7 +275,7 @@ void skewed_elements(benchmark::State& state, Reduce reduce, Path path) {
   const int64_t count = int64_t{1} << 24;
   const Tensor self = Tensor::empty({n}, DType::Float32, kGpu);
   const Tensor index = device_index(skewed_index(4, n, count));
-  const Tensor src = device_values({count}, DType::Float32);
+  const Tensor src = reduce == Reduce::Sum ? device_values({count}, DType::Float32) : random_values({count});
   const ForcedPath forced(path);
   time_calls(
       state, 12.0 * count + 8.0 * n,

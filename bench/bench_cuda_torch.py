@@ -16,6 +16,11 @@ formulas shared with bench/bench_cuda.cpp and must stay in sync with it:
                            sorted_token_ids = stable argsort of the experts // K
     float data             every byte 0x3f (cudaMemset(0x3f) on the C++ side):
                            0.747 in float32, 0.746 in bfloat16
+    random float data      (amax, amin, prod sources) value[i] = 0.5 + w * 2^-24,
+                           w = ((i * 0x9E3779B97F4A7C15 mod 2^64) >> 40): a Weyl
+                           sequence in [0.5, 1.5) (double, rounded to float32), so that
+                           the running extremum and product keep changing and
+                           no workload measures a fold that never writes
 
 Workloads: copy; index_select/row_bytes:{512,2048,8192} and
 gather_rows/row_bytes:512 on a 1 GiB float32 table; scatter_add/unique (a
@@ -152,6 +157,21 @@ def device_values(torch, shape, dtype):
     return torch.full(shape, value, dtype=dtype, device=DEVICE)
 
 
+WEYL_STEP = 0x9E3779B97F4A7C15 - (1 << 64)  # the same 64 bits as an int64 (multiplies wrap)
+
+
+def device_random_values(torch, shape):
+    """float32 values of the 'random float data' formula, built on the device in pieces."""
+    n = math.prod(shape)
+    out = torch.empty(n, dtype=torch.float32, device=DEVICE)
+    piece = 1 << 26
+    for start in range(0, n, piece):
+        i = torch.arange(start, min(n, start + piece), dtype=torch.int64, device=DEVICE)
+        w = ((i * WEYL_STEP) >> 40) & 0xFFFFFF  # arithmetic shift; the mask keeps the 24 bits a logical one would
+        out[start:start + i.numel()] = 0.5 + w.to(torch.float64) * 2.0**-24
+    return out.view(shape)
+
+
 def setup_copy(torch):
     src = torch.full((GIB,), FILL_BYTE, dtype=torch.uint8, device=DEVICE)
     dst = torch.empty_like(src)
@@ -194,7 +214,10 @@ def setup_gnn_powerlaw(reduce):
         nodes, edges, features = GNN_NODES, GNN_EDGES, GNN_FEATURES
         host = cached(("powerlaw", 2, nodes, edges), lambda: powerlaw_index(2, nodes, edges))
         index = device_index(torch, host)[:, None].expand(edges, features)
-        src = device_values(torch, (edges, features), torch.float32)
+        if reduce == "sum":
+            src = device_values(torch, (edges, features), torch.float32)
+        else:
+            src = device_random_values(torch, (edges, features))
         self_ = torch.empty((nodes, features), dtype=torch.float32, device=DEVICE)
         # The C++ side resets the destination to its fill pattern (0x3f bytes)
         # before each call, so include_self folds in the same values here.
@@ -216,7 +239,7 @@ def setup_skewed_elements(reduce):
     def setup(torch):
         n, count = SKEWED_DESTINATIONS, SKEWED_VALUES
         index = device_index(torch, cached(("skewed", 4, n, count), lambda: skewed_index(4, n, count)))
-        src = device_values(torch, (count,), torch.float32)
+        src = device_values(torch, (count,), torch.float32) if reduce == "sum" else device_random_values(torch, (count,))
         self_ = torch.empty((n,), dtype=torch.float32, device=DEVICE)
         reset = lambda: self_.fill_(FILL_FLOAT32)  # noqa: E731
         if reduce == "sum":

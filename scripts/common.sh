@@ -6,7 +6,7 @@ SCATTERX_JOBS=${SCATTERX_JOBS:-$(nproc)}
 
 # Debian packages the C++ build needs; installed only when missing.
 scatterx_install_deps() {
-  local wanted=(g++ cmake make libgtest-dev libbenchmark-dev python3 python3-dev python3-venv openmpi-bin libopenmpi-dev)
+  local wanted=(g++ cmake make ninja-build libgtest-dev libbenchmark-dev python3 python3-dev python3-venv openmpi-bin libopenmpi-dev)
   local missing=()
   for pkg in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")

@@ -82,15 +82,15 @@ F random_float(Rng& rng, const ValueOptions& options, double max_finite) {
       case 5:
         return static_cast<F>(0.0);
       case 6:
-        return static_cast<F>(max_finite);
+        return static_cast<F>(options.finite_extremes ? max_finite : 0.0);
       default:
-        return static_cast<F>(-max_finite);
+        return static_cast<F>(options.finite_extremes ? -max_finite : -0.0);
     }
   }
-  if (rng.chance(0.1)) return static_cast<F>(rng.uniform(-3, 3));  // exact values: ties, +-0 sums
+  if (rng.chance(0.1) && options.small_integers) return static_cast<F>(rng.uniform(-3, 3));
   if (rng.chance(0.02)) return static_cast<F>(-0.0);
   if (options.near_one) {
-    const double magnitude = rng.real(0.5, 2.0);
+    const double magnitude = rng.real(1.0 / options.near_one_max, options.near_one_max);
     return static_cast<F>(rng.chance(0.5) ? -magnitude : magnitude);
   }
   return static_cast<F>(rng.real(-4.0, 4.0));

@@ -141,7 +141,10 @@ std::string current_test_name();
 struct ValueOptions {
   double special_rate = 0.01;  // NaN, +-inf, +-0 for floating types
   double wrap_rate = 0.05;     // values near the integer type's limits
-  bool near_one = false;       // floats in +-[0.5, 2] so long products stay finite
+  bool near_one = false;       // floats in +-[1/near_one_max, near_one_max] so long products stay finite
+  double near_one_max = 2.0;
+  bool finite_extremes = true;  // +-max-finite among the special values (else +-0 in their place)
+  bool small_integers = true;   // exact values in [-3, 3] now and then: ties, +-0 sums
   double true_rate = 0.5;      // bool
 };
 

@@ -21,6 +21,9 @@ namespace scatterx::detail::cuda {
 
 // Device memory for `bytes` on `device`, stream-ordered on the current
 // stream (cudaMallocAsync), freed on that stream when the last owner drops it.
+// The size is rounded up to a multiple of 256 bytes (sub-word atomics touch
+// the whole 4-byte word of the last element), and the device's pool keeps
+// freed memory for the next allocation instead of returning it to the driver.
 std::shared_ptr<void> allocate(int64_t bytes, Device device, const char* op);
 
 // dst = src, element-wise, any strides, same shape and dtype, both on one

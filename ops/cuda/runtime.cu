@@ -1,6 +1,7 @@
 // Streams, switches, memory and copies of the CUDA backend.
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 
 #include "ops/cuda.h"
@@ -61,12 +62,38 @@ thread_local scatterx::cuda::ScatterPath g_last_scatter_path = scatterx::cuda::S
 scatterx::cuda::ScatterPath last_scatter_path() { return g_last_scatter_path; }
 void set_last_scatter_path(scatterx::cuda::ScatterPath path) { g_last_scatter_path = path; }
 
+namespace {
+
+// Every allocation is a whole number of these. The atomics on 1- and 2-byte
+// elements compare-and-swap the aligned 4-byte word around the element, which
+// for the last element can reach past its end: inside the allocation, so
+// compute-sanitizer's memcheck sees no access out of bounds.
+constexpr int64_t kAllocationGranule = 256;
+
+// The stream-ordered pool returns freed memory to the driver at every
+// synchronization unless its release threshold says to keep it; each op's
+// scratch would then be a fresh driver allocation. Keep everything (the
+// pool still gives memory back when an allocation would otherwise fail).
+void keep_freed_memory_in_pool(int ordinal, const char* op) {
+  static constexpr int kMaxDevices = 64;
+  static std::atomic<bool> configured[kMaxDevices];
+  if (ordinal < 0 || ordinal >= kMaxDevices || configured[ordinal].exchange(true)) return;
+  cudaMemPool_t pool = nullptr;
+  check(cudaDeviceGetDefaultMemPool(&pool, ordinal), op, "cudaDeviceGetDefaultMemPool");
+  uint64_t threshold = UINT64_MAX;
+  check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), op, "cudaMemPoolSetAttribute");
+}
+
+}  // namespace
+
 std::shared_ptr<void> allocate(int64_t bytes, Device device, const char* op) {
   if (bytes == 0) return std::shared_ptr<void>(nullptr, [](void*) {});
   DeviceGuard guard(device, op);
+  keep_freed_memory_in_pool(device.index, op);
+  const int64_t rounded = (bytes + kAllocationGranule - 1) / kAllocationGranule * kAllocationGranule;
   void* p = nullptr;
   cudaStream_t s = stream();
-  check(cudaMallocAsync(&p, static_cast<size_t>(bytes), s), op, "cudaMallocAsync");
+  check(cudaMallocAsync(&p, static_cast<size_t>(rounded), s), op, "cudaMallocAsync");
   const int ordinal = device.index;
   return std::shared_ptr<void>(p, [s, ordinal](void* q) {
     int previous = 0;
