@@ -9,8 +9,7 @@
 // -ffp-contract=off for the same reason).
 #pragma once
 
-#include <cstdlib>
-#include <cstring>
+#include "ops/detail/knobs.h"
 
 namespace scatterx::detail {
 
@@ -25,8 +24,7 @@ namespace scatterx::detail {
 inline bool use_avx2() {
 #if SCATTERX_HAVE_AVX2_PATH
   static const bool enabled = [] {
-    const char* forced = std::getenv("SCATTERX_CPU_ISA");
-    if (forced != nullptr && std::strcmp(forced, "baseline") == 0) return false;
+    if (knob_choice(Knob::CpuIsa) == "baseline") return false;
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") != 0;
   }();

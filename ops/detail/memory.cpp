@@ -1,5 +1,6 @@
 #include "ops/detail/memory.h"
 
+#include "ops/detail/knobs.h"
 #include "ops/detail/stream_copy.h"
 
 #include <sys/mman.h>
@@ -93,11 +94,7 @@ size_t scratch_cached_bytes() {
 namespace scatterx::detail {
 
 int64_t streaming_store_threshold() {
-  static const int64_t threshold = [] {
-    if (const char* forced = std::getenv("SCATTERX_STREAMING_STORE_BYTES"))
-      return static_cast<int64_t>(std::atoll(forced));
-    return int64_t{32} << 20;
-  }();
+  static const int64_t threshold = knob_bytes(Knob::StreamingStoreBytes);
   return threshold;
 }
 
