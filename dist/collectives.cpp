@@ -29,6 +29,7 @@
 #include "ops/cuda.h"
 #include "ops/detail/checks.h"
 #include "ops/detail/combine.h"
+#include "ops/detail/knobs.h"
 #include "ops/detail/memory.h"
 #include "ops/detail/stream_copy.h"
 #include "ops/reduce.h"
@@ -43,14 +44,10 @@ using detail::raise;
 // Pipelining granule of the rings: small enough that the reduction of one
 // chunk overlaps the transfer of the next, large enough to keep the
 // per-message cost small. SCATTERX_DIST_CHUNK_BYTES overrides it.
+// (512 KiB by default: the best of 128 KiB .. 2 MiB for 16 and 64 MiB with 2
+// ranks on the development machine.)
 int64_t chunk_bytes() {
-  static const int64_t bytes = [] {
-    if (const char* env = std::getenv("SCATTERX_DIST_CHUNK_BYTES")) {
-      const long long v = std::atoll(env);
-      if (v > 0) return static_cast<int64_t>(v);
-    }
-    return int64_t{512} << 10;  // best of 128 KiB .. 2 MiB for 16 and 64 MiB with 2 ranks here
-  }();
+  static const int64_t bytes = detail::knob_bytes(detail::Knob::DistChunkBytes);
   return bytes;
 }
 
@@ -510,8 +507,8 @@ constexpr int kShmMaxRanks = 8;
 constexpr int64_t kShmMinBlockBytes = int64_t{64} << 10;
 
 bool shm_wanted() {
-  const char* env = std::getenv("SCATTERX_DIST_SHM");
-  return env == nullptr || std::strcmp(env, "0") != 0;
+  static const bool wanted = detail::knob_flag(detail::Knob::DistShm);
+  return wanted;
 }
 
 // Maps the staging segment on first use: collective over the communicator,
@@ -638,8 +635,8 @@ constexpr uint64_t kPlainTrialEvery = 128;
 // copies; 1, always non-temporal.
 int forced_slot_streaming() {
   static const int forced = [] {
-    const char* env = std::getenv("SCATTERX_DIST_SHM_STREAM");
-    return env == nullptr ? -1 : std::atoi(env) != 0 ? 1 : 0;
+    const std::string way = detail::knob_choice(detail::Knob::DistShmStream);
+    return way == "auto" ? -1 : way == "1" ? 1 : 0;
   }();
   return forced;
 }

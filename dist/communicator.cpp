@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dist/internal.h"
+#include "ops/detail/knobs.h"
 
 namespace scatterx::dist {
 
@@ -46,19 +47,9 @@ bool threaded_mpi() {
   return provided == MPI_THREAD_MULTIPLE;
 }
 
-double default_timeout_s() {
-  if (const char* env = std::getenv("SCATTERX_DIST_TIMEOUT")) {
-    char* end = nullptr;
-    const double v = std::strtod(env, &end);
-    if (end != env && v > 0) return v;
-  }
-  return 600.0;
-}
+double default_timeout_s() { return detail::knob_seconds(detail::Knob::DistTimeout); }
 
-bool default_checks() {
-  const char* env = std::getenv("SCATTERX_DIST_CHECKS");
-  return env != nullptr && env[0] != '\0' && std::strcmp(env, "0") != 0;
-}
+bool default_checks() { return detail::knob_flag(detail::Knob::DistChecks); }
 
 std::shared_ptr<Communicator::State> adopt(MPI_Comm owned) {
   auto state = std::make_shared<Communicator::State>(owned, threaded_mpi());

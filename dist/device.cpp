@@ -20,6 +20,7 @@
 
 #include "ops/cuda/backend.h"
 #include "ops/detail/combine.h"
+#include "ops/detail/knobs.h"
 #include "ops/error.h"
 
 namespace scatterx::dist {
@@ -189,37 +190,27 @@ class EmulatedQueue final : public DeviceQueue {
 
 // ---- knobs -----------------------------------------------------------------------------
 
-int64_t env_bytes(const char* name, int64_t fallback) {
-  if (const char* env = std::getenv(name)) {
-    const long long v = std::atoll(env);
-    if (v > 0) return static_cast<int64_t>(v);
-  }
-  return fallback;
-}
-
 // Large enough that a chunk's copy runs near PCIe bandwidth, small enough
 // that the first chunk's copy does not delay its message for long.
 int64_t staging_chunk_bytes() {
-  static const int64_t bytes =
-      std::min<int64_t>(env_bytes("SCATTERX_DIST_STAGING_CHUNK_BYTES", int64_t{2} << 20), int64_t{1} << 30);
+  static const int64_t bytes = detail::knob_bytes(detail::Knob::DistStagingChunkBytes);
   return bytes;
 }
 
 // The emulation's transport, or -1 when off.
 int emulated_transport() {
   static const int transport = [] {
-    const char* env = std::getenv("SCATTERX_DIST_EMULATE_DEVICE");
-    if (env == nullptr) return -1;
-    if (std::strcmp(env, "staged") == 0) return static_cast<int>(DeviceTransport::Staged);
-    if (std::strcmp(env, "direct") == 0) return static_cast<int>(DeviceTransport::Direct);
+    const std::string way = detail::knob_choice(detail::Knob::DistEmulateDevice);
+    if (way == "staged") return static_cast<int>(DeviceTransport::Staged);
+    if (way == "direct") return static_cast<int>(DeviceTransport::Direct);
     return -1;
   }();
   return transport;
 }
 
 bool cuda_aware_allowed() {
-  const char* env = std::getenv("SCATTERX_DIST_CUDA_AWARE");
-  return env == nullptr || std::strcmp(env, "0") != 0;
+  static const bool allowed = detail::knob_flag(detail::Knob::DistCudaAware);
+  return allowed;
 }
 
 // ---- an endpoint on device memory -------------------------------------------------
