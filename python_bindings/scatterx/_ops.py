@@ -108,8 +108,8 @@ def _writable(x, op: str, name: str):
 def _no_grad_support(op: str, *arrays) -> None:
     if _needs_grad(*arrays):
         raise TypeError(
-            f"{op}: scatterx has no gradient for this call, but an input requires grad; "
-            "call .detach() on it, or use the differentiable ops listed in scatterx.torch"
+            f"{op}: expected inputs that do not require grad (scatterx has no gradient for this call), got one "
+            "that does; call .detach() on it, or use the differentiable ops listed in scatterx.torch"
         )
 
 

@@ -156,7 +156,7 @@ def scatter_reduce(input: torch.Tensor, dim: int, index: torch.Tensor, src: torc
     """Differentiable torch.scatter_reduce on the scatterx kernels (sum, mean, amax, amin)."""
     if reduce not in _DIFFERENTIABLE_REDUCES:
         raise TypeError(
-            f"scatter_reduce: scatterx has no gradient for reduce {reduce!r} (it has {', '.join(_DIFFERENTIABLE_REDUCES)}); "
-            "call .detach() on the inputs or use torch.scatter_reduce"
+            f"scatter_reduce: expected a reduce scatterx has a gradient for ({', '.join(_DIFFERENTIABLE_REDUCES)}), "
+            f"got {reduce!r}; call .detach() on the inputs or use torch.scatter_reduce"
         )
     return _ScatterReduce.apply(input, dim, _tensor(index, input), _tensor(src, input), reduce, include_self)

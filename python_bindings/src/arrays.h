@@ -27,75 +27,54 @@ using OutArray = nb::ndarray<>;
 // Which framework a result is handed back as: the one of the main input.
 enum class Framework : int { NumPy = 0, Torch = 1, CuPy = 2 };
 
-inline DType dtype_of(const nb::dlpack::dtype& dt, const char* op, const char* name) {
-  using Code = nb::dlpack::dtype_code;
-  const auto code = static_cast<Code>(dt.code);
-  if (dt.lanes == 1) {
-    switch (code) {
-      case Code::Float:
-        if (dt.bits == 16) return DType::Float16;
-        if (dt.bits == 32) return DType::Float32;
-        if (dt.bits == 64) return DType::Float64;
-        break;
-      case Code::Bfloat:
-        if (dt.bits == 16) return DType::BFloat16;
-        break;
-      case Code::Complex:
-        if (dt.bits == 64) return DType::Complex64;
-        if (dt.bits == 128) return DType::Complex128;
-        break;
-      case Code::Int:
-        if (dt.bits == 8) return DType::Int8;
-        if (dt.bits == 16) return DType::Int16;
-        if (dt.bits == 32) return DType::Int32;
-        if (dt.bits == 64) return DType::Int64;
-        break;
-      case Code::UInt:
-        if (dt.bits == 8) return DType::UInt8;
-        break;
-      case Code::Bool:
-        if (dt.bits == 8) return DType::Bool;
-        break;
-      default:
-        break;
-    }
+// DLPack's type code of each dtype, keyed by the names of
+// SCATTERX_FORALL_DTYPES (ops/dtype.h); bits are 8 x the element size and
+// lanes 1. A dtype added to that list without a line here does not compile.
+template <DType D>
+struct DLPackCode;
+#define SCATTERX_PY_DLPACK_CODE(name, code)                     \
+  template <>                                                   \
+  struct DLPackCode<DType::name> {                              \
+    static constexpr auto value = nb::dlpack::dtype_code::code; \
+  };
+SCATTERX_PY_DLPACK_CODE(Float16, Float)
+SCATTERX_PY_DLPACK_CODE(BFloat16, Bfloat)
+SCATTERX_PY_DLPACK_CODE(Float32, Float)
+SCATTERX_PY_DLPACK_CODE(Float64, Float)
+SCATTERX_PY_DLPACK_CODE(Complex64, Complex)
+SCATTERX_PY_DLPACK_CODE(Complex128, Complex)
+SCATTERX_PY_DLPACK_CODE(Int8, Int)
+SCATTERX_PY_DLPACK_CODE(UInt8, UInt)
+SCATTERX_PY_DLPACK_CODE(Int16, Int)
+SCATTERX_PY_DLPACK_CODE(Int32, Int)
+SCATTERX_PY_DLPACK_CODE(Int64, Int)
+SCATTERX_PY_DLPACK_CODE(Bool, Bool)
+#undef SCATTERX_PY_DLPACK_CODE
+
+constexpr nb::dlpack::dtype dlpack_dtype(DType d) {
+  switch (d) {
+#define SCATTERX_PY_DLPACK_DTYPE(name, type, str)                                  \
+  case DType::name:                                                                \
+    return nb::dlpack::dtype{static_cast<uint8_t>(DLPackCode<DType::name>::value), \
+                             static_cast<uint8_t>(8 * scatterx::element_size(DType::name)), 1};
+    SCATTERX_FORALL_DTYPES(SCATTERX_PY_DLPACK_DTYPE)
+#undef SCATTERX_PY_DLPACK_DTYPE
   }
-  scatterx::detail::raise<scatterx::DTypeError>(op, "expected ", name, " of a dtype scatterx supports (float16, ",
-                                                "bfloat16, float32, float64, complex64, complex128, int8, uint8, ",
-                                                "int16, int32, int64, bool), got DLPack code ", int(dt.code), " with ",
-                                                int(dt.bits), " bits x ", dt.lanes, " lanes");
+  return nb::dlpack::dtype{};
 }
 
-inline nb::dlpack::dtype dlpack_dtype(DType d) {
-  using Code = nb::dlpack::dtype_code;
-  auto make = [](Code c, int bits) { return nb::dlpack::dtype{uint8_t(c), uint8_t(bits), 1}; };
-  switch (d) {
-    case DType::Float16:
-      return make(Code::Float, 16);
-    case DType::BFloat16:
-      return make(Code::Bfloat, 16);
-    case DType::Float32:
-      return make(Code::Float, 32);
-    case DType::Float64:
-      return make(Code::Float, 64);
-    case DType::Complex64:
-      return make(Code::Complex, 64);
-    case DType::Complex128:
-      return make(Code::Complex, 128);
-    case DType::Int8:
-      return make(Code::Int, 8);
-    case DType::UInt8:
-      return make(Code::UInt, 8);
-    case DType::Int16:
-      return make(Code::Int, 16);
-    case DType::Int32:
-      return make(Code::Int, 32);
-    case DType::Int64:
-      return make(Code::Int, 64);
-    case DType::Bool:
-      return make(Code::Bool, 8);
-  }
-  return make(Code::Float, 32);
+inline DType dtype_of(const nb::dlpack::dtype& dt, const char* op, const char* name) {
+#define SCATTERX_PY_DTYPE_OF(dtype, type, str) \
+  if (dt == dlpack_dtype(DType::dtype)) return DType::dtype;
+  SCATTERX_FORALL_DTYPES(SCATTERX_PY_DTYPE_OF)
+#undef SCATTERX_PY_DTYPE_OF
+  // "float16, bfloat16, ...": the names in the list's order.
+#define SCATTERX_PY_DTYPE_NAME(dtype, type, str) ", " str
+  constexpr const char* kNames = SCATTERX_FORALL_DTYPES(SCATTERX_PY_DTYPE_NAME) + 2;
+#undef SCATTERX_PY_DTYPE_NAME
+  scatterx::detail::raise<scatterx::DTypeError>(op, "expected ", name, " of a dtype scatterx supports (", kNames,
+                                                "), got DLPack code ", int(dt.code), " with ", int(dt.bits), " bits x ",
+                                                dt.lanes, " lanes");
 }
 
 inline scatterx::Device device_of(int device_type, int device_id, const char* op, const char* name) {

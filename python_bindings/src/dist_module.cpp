@@ -1,5 +1,5 @@
 // scatterx._C.dist: the distributed layer (dist/dist.h) on DLPack arrays.
-// The torch.distributed-style API lives in Python (scatterx/distributed.py);
+// The torch.distributed-style API lives in Python (scatterx/distributed/);
 // this submodule converts arrays (zero copy: outputs are written in place),
 // releases the GIL around every collective and maps the dist errors:
 //   MismatchError -> scatterx._C.dist.MismatchError (a DistError, RuntimeError)
@@ -12,9 +12,12 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -38,14 +41,6 @@ using scatterx::python::without_gil;
 PyObject* g_dist_error = nullptr;
 PyObject* g_mismatch_error = nullptr;
 PyObject* g_timeout_error = nullptr;
-
-template <typename Array>
-std::vector<TensorView> views_of(const std::vector<Array>& arrays, const char* op, const char* name) {
-  std::vector<TensorView> views;
-  views.reserve(arrays.size());
-  for (const Array& a : arrays) views.push_back(view_of(a, op, name));
-  return views;
-}
 
 // A Work that keeps the arrays of its collective alive until it completed:
 // the progress thread reads and writes them after the call returned. Python
@@ -95,6 +90,80 @@ class PyWork {
 
 double seconds_of(std::chrono::duration<double> d) { return d.count(); }
 
+// The arrays of one collective call, kept for the Work of its asynchronous
+// form (the progress thread uses them after the call returned). Applied to a
+// Python argument, it gives what dist takes: a view of an array (a vector of
+// views of a list), anything else (op, root, split sizes, comm) as it is.
+struct Kept {
+  std::vector<OutArray> outs;
+  std::vector<InArray> ins;
+
+  TensorView operator()(const OutArray& a, const char* op, const char* name) {
+    outs.push_back(a);
+    return view_of(a, op, name);
+  }
+  TensorView operator()(const InArray& a, const char* op, const char* name) {
+    ins.push_back(a);
+    return view_of(a, op, name);
+  }
+  std::vector<TensorView> operator()(const std::vector<OutArray>& a, const char* op, const char* name) {
+    return views(a, op, name);
+  }
+  std::vector<TensorView> operator()(const std::vector<InArray>& a, const char* op, const char* name) {
+    return views(a, op, name);
+  }
+  template <typename T>
+  const T& operator()(const T& value, const char*, const char*) {
+    return value;
+  }
+
+ private:
+  template <typename Array>
+  std::vector<TensorView> views(const std::vector<Array>& arrays, const char* op, const char* name) {
+    std::vector<TensorView> v;
+    v.reserve(arrays.size());
+    for (const Array& a : arrays) v.push_back((*this)(a, op, name));
+    return v;
+  }
+};
+
+// Binds collective `op` as `op` (runs it, GIL released) and `op_async`
+// (queues it and returns a Work holding its arrays) from dist's pair of
+// functions. Py are the Python argument types (OutArray for what is written,
+// InArray for what is read), one per name in `names`.
+template <typename... Py, typename... Params, size_t... I>
+void def_collective_pair(nb::module_& d, const char* op, void (*sync)(Params...), dist::Work (*async)(Params...),
+                         const std::array<const char*, sizeof...(Py)>& names, const char* doc,
+                         std::index_sequence<I...>) {
+  static_assert(sizeof...(Py) == sizeof...(Params), "one Python argument per parameter of the collective");
+  // A braced list converts left to right: the first bad argument is the one reported.
+  auto views = [op, names](Kept& keep, const Py&... args) {
+    return std::tuple<decltype(keep(args, op, names[I]))...>{keep(args, op, names[I])...};
+  };
+  d.def(
+      op,
+      [views, sync](const Py&... args) {
+        Kept keep;
+        const auto call = views(keep, args...);
+        without_gil([&] { std::apply(sync, call); });
+      },
+      nb::arg(names[I])..., doc);
+  d.def((std::string(op) + "_async").c_str(),
+        [views, async](const Py&... args) {
+          Kept keep;
+          const auto call = views(keep, args...);
+          dist::Work w = without_gil([&] { return std::apply(async, call); });
+          return new PyWork(std::move(w), std::move(keep.outs), std::move(keep.ins));
+        },
+        nb::arg(names[I])..., nb::rv_policy::take_ownership);
+}
+
+template <typename... Py, typename... Params>
+void def_collective(nb::module_& d, const char* op, void (*sync)(Params...), dist::Work (*async)(Params...),
+                    const std::array<const char*, sizeof...(Py)>& names, const char* doc) {
+  def_collective_pair<Py...>(d, op, sync, async, names, doc, std::index_sequence_for<Py...>{});
+}
+
 }  // namespace
 
 void register_dist(nb::module_& m) {
@@ -130,12 +199,12 @@ void register_dist(nb::module_& m) {
     }
   });
 
-  nb::enum_<dist::ReduceOp>(d, "ReduceOp", "Reductions of the collectives (torch.distributed.ReduceOp).")
-      .value("Sum", dist::ReduceOp::Sum)
-      .value("Prod", dist::ReduceOp::Prod)
-      .value("Min", dist::ReduceOp::Min)
-      .value("Max", dist::ReduceOp::Max)
-      .value("Avg", dist::ReduceOp::Avg);
+  // From dist's list; _C.dist.reduce_op_name gives torch's spelling ("sum", "product", ...).
+  nb::enum_<dist::ReduceOp> reduce_op(d, "ReduceOp", "Reductions of the collectives (torch.distributed.ReduceOp).");
+#define SCATTERX_PY_REDUCE_OP(name, str) reduce_op.value(#name, dist::ReduceOp::name);
+  SCATTERX_FORALL_DIST_REDUCE_OPS(SCATTERX_PY_REDUCE_OP)
+#undef SCATTERX_PY_REDUCE_OP
+  d.def("reduce_op_name", &dist::reduce_op_name, nb::arg("op"), "torch.distributed's name of op: \"sum\", ...");
 
   nb::class_<dist::Communicator>(
       d, "Communicator",
@@ -180,154 +249,32 @@ void register_dist(nb::module_& m) {
 
   // ---- collectives: the synchronous form, and *_async returning a Work ----
 
-  d.def(
-      "all_gather",
-      [](const std::vector<OutArray>& outputs, const InArray& input, const dist::Communicator& comm) {
-        const auto outs = views_of(outputs, "all_gather", "outputs");
-        const TensorView in = view_of(input, "all_gather", "input");
-        without_gil([&] { dist::all_gather(outs, in, comm); });
-      },
-      nb::arg("outputs"), nb::arg("input"), nb::arg("comm"), "outputs[i] = rank i's input.");
-  d.def(
-      "all_gather_async",
-      [](std::vector<OutArray> outputs, const InArray& input, const dist::Communicator& comm) {
-        const auto outs = views_of(outputs, "all_gather", "outputs");
-        const TensorView in = view_of(input, "all_gather", "input");
-        dist::Work w = without_gil([&] { return dist::all_gather_async(outs, in, comm); });
-        return new PyWork(std::move(w), std::move(outputs), {input});
-      },
-      nb::arg("outputs"), nb::arg("input"), nb::arg("comm"), nb::rv_policy::take_ownership);
-
-  d.def(
-      "all_gather_into_tensor",
-      [](const OutArray& output, const InArray& input, const dist::Communicator& comm) {
-        const TensorView out = view_of(output, "all_gather_into_tensor", "output");
-        const TensorView in = view_of(input, "all_gather_into_tensor", "input");
-        without_gil([&] { dist::all_gather_into_tensor(out, in, comm); });
-      },
-      nb::arg("output"), nb::arg("input"), nb::arg("comm"),
-      "output = the ranks' inputs concatenated along dim 0 (or stacked).");
-  d.def(
-      "all_gather_into_tensor_async",
-      [](const OutArray& output, const InArray& input, const dist::Communicator& comm) {
-        const TensorView out = view_of(output, "all_gather_into_tensor", "output");
-        const TensorView in = view_of(input, "all_gather_into_tensor", "input");
-        dist::Work w = without_gil([&] { return dist::all_gather_into_tensor_async(out, in, comm); });
-        return new PyWork(std::move(w), {output}, {input});
-      },
-      nb::arg("output"), nb::arg("input"), nb::arg("comm"), nb::rv_policy::take_ownership);
-
-  d.def(
-      "reduce_scatter",
-      [](const OutArray& output, const std::vector<InArray>& inputs, dist::ReduceOp op,
-         const dist::Communicator& comm) {
-        const TensorView out = view_of(output, "reduce_scatter", "output");
-        const auto ins = views_of(inputs, "reduce_scatter", "inputs");
-        without_gil([&] { dist::reduce_scatter(out, ins, op, comm); });
-      },
-      nb::arg("output"), nb::arg("inputs"), nb::arg("op"), nb::arg("comm"),
+  using dist::Communicator;
+  using Outs = std::vector<OutArray>;
+  using Ins = std::vector<InArray>;
+  using Splits = std::vector<int64_t>;
+  def_collective<Outs, InArray, Communicator>(d, "all_gather", dist::all_gather, dist::all_gather_async,
+                                              {"outputs", "input", "comm"}, "outputs[i] = rank i's input.");
+  def_collective<OutArray, InArray, Communicator>(d, "all_gather_into_tensor", dist::all_gather_into_tensor,
+                                                  dist::all_gather_into_tensor_async, {"output", "input", "comm"},
+                                                  "output = the ranks' inputs concatenated along dim 0 (or stacked).");
+  def_collective<OutArray, Ins, dist::ReduceOp, Communicator>(
+      d, "reduce_scatter", dist::reduce_scatter, dist::reduce_scatter_async, {"output", "inputs", "op", "comm"},
       "output = op over ranks r of rank r's inputs[rank].");
-  d.def(
-      "reduce_scatter_async",
-      [](const OutArray& output, std::vector<InArray> inputs, dist::ReduceOp op, const dist::Communicator& comm) {
-        const TensorView out = view_of(output, "reduce_scatter", "output");
-        const auto ins = views_of(inputs, "reduce_scatter", "inputs");
-        dist::Work w = without_gil([&] { return dist::reduce_scatter_async(out, ins, op, comm); });
-        return new PyWork(std::move(w), {output}, std::move(inputs));
-      },
-      nb::arg("output"), nb::arg("inputs"), nb::arg("op"), nb::arg("comm"), nb::rv_policy::take_ownership);
-
-  d.def(
-      "reduce_scatter_tensor",
-      [](const OutArray& output, const InArray& input, dist::ReduceOp op, const dist::Communicator& comm) {
-        const TensorView out = view_of(output, "reduce_scatter_tensor", "output");
-        const TensorView in = view_of(input, "reduce_scatter_tensor", "input");
-        without_gil([&] { dist::reduce_scatter_tensor(out, in, op, comm); });
-      },
-      nb::arg("output"), nb::arg("input"), nb::arg("op"), nb::arg("comm"),
-      "output = op over ranks of their block `rank` of input (dim 0).");
-  d.def(
-      "reduce_scatter_tensor_async",
-      [](const OutArray& output, const InArray& input, dist::ReduceOp op, const dist::Communicator& comm) {
-        const TensorView out = view_of(output, "reduce_scatter_tensor", "output");
-        const TensorView in = view_of(input, "reduce_scatter_tensor", "input");
-        dist::Work w = without_gil([&] { return dist::reduce_scatter_tensor_async(out, in, op, comm); });
-        return new PyWork(std::move(w), {output}, {input});
-      },
-      nb::arg("output"), nb::arg("input"), nb::arg("op"), nb::arg("comm"), nb::rv_policy::take_ownership);
-
-  d.def(
-      "all_reduce",
-      [](const OutArray& tensor, dist::ReduceOp op, const dist::Communicator& comm) {
-        const TensorView t = view_of(tensor, "all_reduce", "tensor");
-        without_gil([&] { dist::all_reduce(t, op, comm); });
-      },
-      nb::arg("tensor"), nb::arg("op"), nb::arg("comm"), "tensor = op over ranks of tensor.");
-  d.def(
-      "all_reduce_async",
-      [](const OutArray& tensor, dist::ReduceOp op, const dist::Communicator& comm) {
-        const TensorView t = view_of(tensor, "all_reduce", "tensor");
-        dist::Work w = without_gil([&] { return dist::all_reduce_async(t, op, comm); });
-        return new PyWork(std::move(w), {tensor}, {});
-      },
-      nb::arg("tensor"), nb::arg("op"), nb::arg("comm"), nb::rv_policy::take_ownership);
-
-  d.def(
-      "broadcast",
-      [](const OutArray& tensor, int root, const dist::Communicator& comm) {
-        const TensorView t = view_of(tensor, "broadcast", "tensor");
-        without_gil([&] { dist::broadcast(t, root, comm); });
-      },
-      nb::arg("tensor"), nb::arg("root"), nb::arg("comm"), "tensor = root's tensor (root: a rank of comm).");
-  d.def(
-      "broadcast_async",
-      [](const OutArray& tensor, int root, const dist::Communicator& comm) {
-        const TensorView t = view_of(tensor, "broadcast", "tensor");
-        dist::Work w = without_gil([&] { return dist::broadcast_async(t, root, comm); });
-        return new PyWork(std::move(w), {tensor}, {});
-      },
-      nb::arg("tensor"), nb::arg("root"), nb::arg("comm"), nb::rv_policy::take_ownership);
-
-  d.def(
-      "all_to_all",
-      [](const std::vector<OutArray>& outputs, const std::vector<InArray>& inputs, const dist::Communicator& comm) {
-        const auto outs = views_of(outputs, "all_to_all", "outputs");
-        const auto ins = views_of(inputs, "all_to_all", "inputs");
-        without_gil([&] { dist::all_to_all(outs, ins, comm); });
-      },
-      nb::arg("outputs"), nb::arg("inputs"), nb::arg("comm"), "outputs[i] = rank i's inputs[rank].");
-  d.def(
-      "all_to_all_async",
-      [](std::vector<OutArray> outputs, std::vector<InArray> inputs, const dist::Communicator& comm) {
-        const auto outs = views_of(outputs, "all_to_all", "outputs");
-        const auto ins = views_of(inputs, "all_to_all", "inputs");
-        dist::Work w = without_gil([&] { return dist::all_to_all_async(outs, ins, comm); });
-        return new PyWork(std::move(w), std::move(outputs), std::move(inputs));
-      },
-      nb::arg("outputs"), nb::arg("inputs"), nb::arg("comm"), nb::rv_policy::take_ownership);
-
-  d.def(
-      "all_to_all_single",
-      [](const OutArray& output, const InArray& input, const std::vector<int64_t>& output_split_sizes,
-         const std::vector<int64_t>& input_split_sizes, const dist::Communicator& comm) {
-        const TensorView out = view_of(output, "all_to_all_single", "output");
-        const TensorView in = view_of(input, "all_to_all_single", "input");
-        without_gil([&] { dist::all_to_all_single(out, in, output_split_sizes, input_split_sizes, comm); });
-      },
-      nb::arg("output"), nb::arg("input"), nb::arg("output_split_sizes"), nb::arg("input_split_sizes"), nb::arg("comm"),
+  def_collective<OutArray, InArray, dist::ReduceOp, Communicator>(
+      d, "reduce_scatter_tensor", dist::reduce_scatter_tensor, dist::reduce_scatter_tensor_async,
+      {"output", "input", "op", "comm"}, "output = op over ranks of their block `rank` of input (dim 0).");
+  def_collective<OutArray, dist::ReduceOp, Communicator>(d, "all_reduce", dist::all_reduce, dist::all_reduce_async,
+                                                         {"tensor", "op", "comm"}, "tensor = op over ranks of tensor.");
+  def_collective<OutArray, int, Communicator>(d, "broadcast", dist::broadcast, dist::broadcast_async,
+                                              {"tensor", "root", "comm"},
+                                              "tensor = root's tensor (root: a rank of comm).");
+  def_collective<Outs, Ins, Communicator>(d, "all_to_all", dist::all_to_all, dist::all_to_all_async,
+                                          {"outputs", "inputs", "comm"}, "outputs[i] = rank i's inputs[rank].");
+  def_collective<OutArray, InArray, Splits, Splits, Communicator>(
+      d, "all_to_all_single", dist::all_to_all_single, dist::all_to_all_single_async,
+      {"output", "input", "output_split_sizes", "input_split_sizes", "comm"},
       "Rows of input go to the ranks by input_split_sizes; empty split lists mean equal splits.");
-  d.def(
-      "all_to_all_single_async",
-      [](const OutArray& output, const InArray& input, const std::vector<int64_t>& output_split_sizes,
-         const std::vector<int64_t>& input_split_sizes, const dist::Communicator& comm) {
-        const TensorView out = view_of(output, "all_to_all_single", "output");
-        const TensorView in = view_of(input, "all_to_all_single", "input");
-        dist::Work w = without_gil(
-            [&] { return dist::all_to_all_single_async(out, in, output_split_sizes, input_split_sizes, comm); });
-        return new PyWork(std::move(w), {output}, {input});
-      },
-      nb::arg("output"), nb::arg("input"), nb::arg("output_split_sizes"), nb::arg("input_split_sizes"), nb::arg("comm"),
-      nb::rv_policy::take_ownership);
 
   d.def(
       "all_to_all_v",

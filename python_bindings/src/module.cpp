@@ -34,7 +34,7 @@ using scatterx::python::to_python;
 using scatterx::python::view_of;
 using scatterx::python::without_gil;
 
-scatterx::Scalar scalar_of(const nb::handle& value) {
+scatterx::Scalar scalar_of(const nb::handle& value, const char* op, const char* name) {
   if (nb::isinstance<nb::bool_>(value)) return scatterx::Scalar(nb::cast<bool>(value));
   if (nb::isinstance<nb::int_>(value)) return scatterx::Scalar(nb::cast<int64_t>(value));
   if (nb::isinstance<nb::float_>(value)) return scatterx::Scalar(nb::cast<double>(value));
@@ -42,7 +42,10 @@ scatterx::Scalar scalar_of(const nb::handle& value) {
     return scatterx::Scalar(
         scatterx::Complex<double>(PyComplex_RealAsDouble(value.ptr()), PyComplex_ImagAsDouble(value.ptr())));
   }
-  throw nb::type_error("scatterx: expected a Python bool, int, float or complex scalar");
+  const std::string got = nb::type_name(value.type()).c_str();
+  throw nb::type_error(
+      scatterx::detail::concat(op, ": expected ", name, " to be a Python bool, int, float or complex scalar, got ", got)
+          .c_str());
 }
 
 Reduce reduce_of(const std::string& name, const char* op) { return scatterx::reduce_from_name(name, op); }
@@ -136,7 +139,9 @@ NB_MODULE(_C, m) {
       [](const std::string& kind, const InArray& self, int64_t dim, const InArray& index, const InArray& src,
          const std::string& reduce, bool include_self, bool in_place, Framework fw) -> nb::object {
         if (kind != "scatter" && kind != "scatter_add" && kind != "scatter_reduce") {
-          throw nb::value_error(("scatterx._C.scatter: unknown kind '" + kind + "'").c_str());
+          throw nb::value_error(
+              ("scatterx._C.scatter: expected kind 'scatter', 'scatter_add' or 'scatter_reduce', got '" + kind + "'")
+                  .c_str());
         }
         const std::string op = kind + (in_place ? "_" : "");
         const TensorView s = view_of(self, op.c_str(), "self");
@@ -171,7 +176,7 @@ NB_MODULE(_C, m) {
         const char* op = in_place ? "scatter_" : "scatter";
         const TensorView s = view_of(self, op, "self");
         const TensorView idx = view_of(index, op, "index");
-        const scatterx::Scalar v = scalar_of(value);
+        const scatterx::Scalar v = scalar_of(value, op, "value");
         const Reduce r = reduce_of(reduce, op);
         if (in_place) {
           without_gil([&] { scatterx::scatter_(s, dim, idx, v, r); });
@@ -190,7 +195,7 @@ NB_MODULE(_C, m) {
         const TensorView s = view_of(self, op, "self");
         const TensorView idx = view_of(index, op, "index");
         const TensorView src = view_of(source, op, "source");
-        const scatterx::Scalar a = scalar_of(alpha);
+        const scatterx::Scalar a = scalar_of(alpha, op, "alpha");
         if (in_place) {
           without_gil([&] { scatterx::index_add_(s, dim, idx, src, a); });
           return nb::none();

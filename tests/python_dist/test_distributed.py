@@ -756,15 +756,15 @@ def test_mpi4py_split_communicator(MPI):
 
 
 def test_mpi4py_group_is_cached(MPI):
-    import scatterx.distributed as sxd
+    from scatterx.distributed import _groups
 
     comm = MPI.COMM_WORLD.Dup()
-    a = sxd._foreign_group(comm)
-    b = sxd._foreign_group(comm)
+    a = _groups._foreign_group(comm)
+    b = _groups._foreign_group(comm)
     x = np.ones(1)
     dist.all_reduce(x, group=comm)
     same = a is b
-    sxd.destroy_process_group(comm)
+    dist.destroy_process_group(comm)
     comm.Free()
     assert same and x[0] == WS
 

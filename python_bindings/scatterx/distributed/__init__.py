@@ -1,0 +1,88 @@
+"""torch.distributed's collectives over MPI, for numpy arrays and torch tensors (CUDA ones too in a CUDA build).
+
+The names, arguments and semantics are torch.distributed's, so torch's
+example code runs after changing the import::
+
+    import numpy as np
+    import scatterx.distributed as dist      # instead of: import torch.distributed as dist
+
+    dist.init_process_group("mpi")
+    x = np.full(4, dist.get_rank(), np.float32)
+    dist.all_reduce(x, op=dist.ReduceOp.SUM)   # in place: every rank holds 0 + 1 + ... + (ws - 1)
+
+launched with ``mpirun -n 4 python script.py`` (as root add
+``--allow-run-as-root``; more ranks than cores: ``--oversubscribe``).
+
+- Arrays travel to the compiled layer through DLPack without copies, any
+  strides; outputs are written in place. dtypes: float16, bfloat16 (torch),
+  float32, float64, complex64, complex128, int8, uint8, int16, int32, int64,
+  bool. Arrays on the CPU (numpy, torch) or, in a build with the CUDA
+  backend (see ``scatterx.cuda``), torch CUDA tensors and CuPy arrays: a
+  call's arrays all on the CPU or all on one CUDA device. On CUDA arrays a
+  collective runs on the caller's current torch / CuPy stream and returns
+  without synchronizing it (results are ready in that stream's order).
+- The GIL is released while a collective runs. ``async_op=True`` queues it on
+  the communicator's progress thread and returns a :class:`Work`; the arrays
+  must not be touched until ``wait()`` returned (the Work keeps them alive).
+- Ranks: ``src`` of :func:`broadcast` is a global rank, as in torch
+  (``group_src`` takes a group rank). A rank outside ``group`` gets ``None``
+  back from a collective (and a warning), -1 from :func:`get_rank` and
+  :func:`get_world_size`.
+- ``group`` may also be an mpi4py communicator (anything with ``py2f()``).
+- Errors: :class:`ValueError` (a local argument, e.g. a list of the wrong
+  length), :class:`TypeError` (a dtype), :class:`MismatchError` (ranks
+  disagree about split sizes, dtypes or shapes; raised on every rank),
+  :class:`DistTimeoutError` (a :class:`TimeoutError`: a collective waited
+  longer than the timeout; the group is unusable afterwards).
+- Environment: ``SCATTERX_DIST_TIMEOUT`` (seconds, default 600) and
+  ``SCATTERX_DIST_CHECKS=1`` (cross-rank checks of the dense collectives'
+  arguments; the variable-split all-to-alls always check).
+"""
+
+from ._groups import Array, GroupLike  # noqa: F401 (the signatures' type aliases, importable from here as before)
+from ._groups import (
+    Backend,
+    DistError,
+    DistTimeoutError,
+    GroupMember,
+    MismatchError,
+    ProcessGroup,
+    ReduceOp,
+    destroy_process_group,
+    get_backend,
+    get_global_rank,
+    get_group_rank,
+    get_process_group_ranks,
+    get_rank,
+    get_world_size,
+    group,
+    init_process_group,
+    is_available,
+    is_gloo_available,
+    is_initialized,
+    is_mpi_available,
+    is_nccl_available,
+    new_group,
+)
+from ._collectives import (
+    Work,
+    all_gather,
+    all_gather_into_tensor,
+    all_reduce,
+    all_to_all,
+    all_to_all_single,
+    all_to_all_v,
+    barrier,
+    broadcast,
+    reduce_scatter,
+    reduce_scatter_tensor,
+)
+
+__all__ = [
+    "Backend", "DistError", "DistTimeoutError", "GroupMember", "MismatchError", "ProcessGroup", "ReduceOp", "Work",
+    "all_gather", "all_gather_into_tensor", "all_reduce", "all_to_all", "all_to_all_single", "all_to_all_v",
+    "barrier", "broadcast", "destroy_process_group", "get_backend", "get_global_rank", "get_group_rank",
+    "get_process_group_ranks", "get_rank", "get_world_size", "group", "init_process_group", "is_available",
+    "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available", "new_group", "reduce_scatter",
+    "reduce_scatter_tensor",
+]

@@ -1,0 +1,390 @@
+"""scatterx.distributed's process groups: initialization, groups and ranks, reductions, errors.
+
+The collectives are in ``_collectives.py``; ``scatterx.distributed`` re-exports both.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import sys
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .. import _C
+
+try:
+    _dist = _C.dist
+except AttributeError:
+    raise ImportError(
+        "scatterx.distributed: this scatterx was built without MPI (the extension has no _C.dist). "
+        "Install an MPI implementation with its development files (e.g. Debian/Ubuntu: "
+        "apt install openmpi-bin libopenmpi-dev) and rebuild: pip install --force-reinstall --no-cache-dir . "
+        "(from the scatterx checkout; -Ccmake.define.SCATTERX_WITH_MPI=ON makes a missing MPI an error)"
+    ) from None
+
+Array = Any  # numpy.ndarray, torch.Tensor (CPU, or CUDA in a CUDA build) or a CuPy array (CUDA build)
+
+DistError = _dist.DistError
+MismatchError = _dist.MismatchError
+DistTimeoutError = _dist.DistTimeoutError
+
+
+# ---- reductions, backend --------------------------------------------------------------------------------
+
+
+class ReduceOp(enum.Enum):
+    """The reductions, as torch.distributed.ReduceOp: ``ReduceOp.SUM``, ``PRODUCT``, ``MIN``, ``MAX``, ``AVG``.
+
+    MIN/MAX propagate NaN; AVG is the sum divided by the group size (integer
+    dtypes round as scatter_reduce's mean); complex supports SUM, PRODUCT
+    and AVG; bool supports SUM (or), PRODUCT (and), MIN and MAX. torch's
+    bitwise BAND/BOR/BXOR and PREMUL_SUM are not provided.
+    """
+
+    SUM = "sum"
+    PRODUCT = "product"
+    MIN = "min"
+    MAX = "max"
+    AVG = "avg"
+
+    def __repr__(self) -> str:
+        return f"<ReduceOp.{self.name}>"
+
+
+# ReduceOp -> the compiled enum, matched by torch's spelling over the compiled list (dist/dist.h's
+# SCATTERX_FORALL_DIST_REDUCE_OPS): a reduction only one side has fails here, at import.
+_REDUCE_OPS = {ReduceOp(_dist.reduce_op_name(op)): op for op in _dist.ReduceOp}
+assert set(_REDUCE_OPS) == set(ReduceOp), "ReduceOp lists a reduction that dist/dist.h does not"
+
+
+def _reduce_op(op: Any, name: str) -> Any:
+    if isinstance(op, _dist.ReduceOp):
+        return op
+    if isinstance(op, str):  # also "sum", "prod", ...
+        op = ReduceOp.__members__.get({"PROD": "PRODUCT"}.get(op.upper(), op.upper()), op)
+    if isinstance(op, ReduceOp):
+        return _REDUCE_OPS[op]
+    raise ValueError(f"{name}: expected op to be one of ReduceOp.{', '.join(ReduceOp.__members__)}, got {op!r}")
+
+
+class Backend:
+    """Backend names, as torch.distributed.Backend; scatterx has one: ``Backend.MPI == "mpi"``."""
+
+    MPI = "mpi"
+    UNDEFINED = "undefined"
+
+
+def is_available() -> bool:
+    """True: this scatterx was built with its distributed layer (else importing this module failed)."""
+    return True
+
+
+def is_mpi_available() -> bool:
+    """True (the only backend)."""
+    return True
+
+
+def is_nccl_available() -> bool:
+    """False: scatterx.distributed runs over MPI only."""
+    return False
+
+
+def is_gloo_available() -> bool:
+    """False: scatterx.distributed runs over MPI only."""
+    return False
+
+
+# ---- process groups -------------------------------------------------------------------------------------
+
+
+class ProcessGroup:
+    """A group of ranks with its own MPI communicator (as torch's ProcessGroup: ``rank()``, ``size()``).
+
+    Made by :func:`init_process_group` (the world), :func:`new_group`, or from
+    an mpi4py communicator passed as ``group``.
+    """
+
+    def __init__(self, comm: Any, global_ranks: Sequence[int], desc: str = "") -> None:
+        self._comm = comm
+        self._ranks: List[int] = list(global_ranks)
+        self._group_rank: Dict[int, int] = {g: i for i, g in enumerate(self._ranks)}
+        self._desc = desc
+
+    def rank(self) -> int:
+        """This process's rank in the group."""
+        return self._live_comm("ProcessGroup.rank").rank()
+
+    def size(self) -> int:
+        """Number of ranks in the group."""
+        return len(self._ranks)
+
+    def name(self) -> str:
+        return self._desc
+
+    def _live_comm(self, op: str) -> Any:
+        """The group's communicator, for ``op``; ValueError once the group was destroyed."""
+        if self._comm is None:
+            raise ValueError(f"{op}: expected a live process group, got {self._desc or 'group'}, destroyed by "
+                             "destroy_process_group")
+        return self._comm
+
+    def __repr__(self) -> str:
+        return f"ProcessGroup({self._desc}, ranks={self._ranks})"
+
+
+class _WorldMeta(type):
+    """Gives GroupMember.WORLD / group.WORLD: the default group (None before init_process_group)."""
+
+    @property
+    def WORLD(cls) -> Optional[ProcessGroup]:  # noqa: N802 (torch's name)
+        return _state.world
+
+
+class GroupMember(metaclass=_WorldMeta):
+    """As torch's: ``GroupMember.WORLD`` is the default group, ``NON_GROUP_MEMBER`` what
+    :func:`new_group` returns on ranks outside the new group."""
+
+    NON_GROUP_MEMBER = -100
+
+
+class group(metaclass=_WorldMeta):  # noqa: N801 (torch's name)
+    """``group.WORLD``, as torch.distributed.group."""
+
+
+GroupLike = Union[ProcessGroup, int, Any, None]  # ProcessGroup, NON_GROUP_MEMBER, an mpi4py communicator, None
+
+
+class _State:
+    def __init__(self) -> None:
+        self.world: Optional[ProcessGroup] = None
+        self.groups: List[ProcessGroup] = []
+        self.timeout: Optional[float] = None
+        # mpi4py communicators passed as group: id -> (the communicator, its handle, the group)
+        self.foreign: Dict[int, Tuple[Any, int, ProcessGroup]] = {}
+        self.group_count = 0
+
+
+_state = _State()
+
+
+def _seconds(timeout: Any, name: str) -> Optional[float]:
+    if timeout is None:
+        return None
+    if isinstance(timeout, datetime.timedelta):
+        seconds = timeout.total_seconds()
+    elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        seconds = float(timeout)
+    else:
+        raise TypeError(f"{name}: expected timeout to be a datetime.timedelta, got {type(timeout).__name__}")
+    if not seconds > 0:
+        raise ValueError(f"{name}: expected a positive timeout, got {timeout!r}")
+    return seconds
+
+
+def _check_backend(backend: Optional[str], name: str) -> None:
+    if backend is None:
+        return
+    if not isinstance(backend, str) or backend.lower() not in ("mpi", "cpu:mpi"):
+        raise ValueError(f"{name}: expected backend 'mpi' or None (scatterx.distributed runs over MPI), "
+                         f"got {backend!r}")
+
+
+def is_initialized() -> bool:
+    """True between :func:`init_process_group` and :func:`destroy_process_group`."""
+    return _state.world is not None
+
+
+def _default_group() -> ProcessGroup:
+    if _state.world is None:
+        raise ValueError("Default process group has not been initialized, "
+                         "please make sure to call init_process_group.")
+    return _state.world
+
+
+def init_process_group(
+    backend: Optional[str] = None,
+    init_method: Optional[str] = None,
+    timeout: Optional[datetime.timedelta] = None,
+    world_size: int = -1,
+    rank: int = -1,
+    store: Any = None,
+    group_name: str = "",
+    pg_options: Any = None,
+    device_id: Any = None,
+) -> None:
+    """Initializes the default group: every process of ``MPI_COMM_WORLD`` (collective).
+
+    Initializes MPI (MPI_THREAD_MULTIPLE) unless the application (e.g.
+    mpi4py) already did. ``backend`` must be ``"mpi"`` or None. The launcher
+    (mpirun) does the rendezvous, so ``init_method`` and ``store`` are not
+    used; ``world_size`` and ``rank``, when given, must be MPI's. ``timeout``
+    (a timedelta) bounds every collective of the default group and of groups
+    made later without their own timeout (default: ``SCATTERX_DIST_TIMEOUT``
+    seconds, else 600). ``group_name``, ``pg_options`` and ``device_id`` are
+    accepted for torch compatibility and ignored.
+    """
+    del init_method, store, pg_options, device_id
+    if _state.world is not None:
+        raise ValueError("trying to initialize the default process group twice!")
+    _check_backend(backend, "init_process_group")
+    seconds = _seconds(timeout, "init_process_group")
+    comm = _dist.Communicator.world()
+    if world_size not in (-1, None) and world_size != comm.size():
+        raise ValueError(f"init_process_group: expected world_size to be -1 or MPI's {comm.size()} processes "
+                         f"(scatterx takes the world from the MPI launcher), got {world_size}")
+    if rank not in (-1, None) and rank != comm.rank():
+        raise ValueError(f"init_process_group: expected rank to be -1 or this process's MPI rank {comm.rank()}, "
+                         f"got {rank}")
+    if seconds is not None:
+        comm.set_timeout(seconds)
+    _state.timeout = seconds
+    _state.world = ProcessGroup(comm, range(comm.size()), group_name or "WORLD")
+
+
+def destroy_process_group(group: Optional[ProcessGroup] = None) -> None:
+    """Frees ``group``'s communicator; with None, every group and the default group (then
+    :func:`is_initialized` is False again and :func:`init_process_group` may be called anew)."""
+    if group is None or group is _state.world:
+        for pg in [_state.world, *_state.groups, *(entry[2] for entry in _state.foreign.values())]:
+            if pg is not None:
+                pg._comm = None
+        _state.world, _state.groups, _state.foreign, _state.timeout = None, [], {}, None
+        return
+    if group == GroupMember.NON_GROUP_MEMBER:
+        return
+    if not isinstance(group, ProcessGroup):
+        pg = _foreign_group(group)
+        if pg is None:
+            return
+        _state.foreign = {k: v for k, v in _state.foreign.items() if v[2] is not pg}
+        group = pg
+    group._comm = None
+    _state.groups = [g for g in _state.groups if g is not group]
+
+
+def _foreign_group(comm: Any) -> Optional[ProcessGroup]:
+    """The group of an mpi4py communicator (made once per communicator; collective the first time)."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is not None and comm == mpi.COMM_NULL:
+        return None  # this rank is not in it
+    handle = int(comm.py2f())
+    cached = _state.foreign.get(id(comm))
+    if cached is not None and cached[0] is comm and cached[1] == handle and cached[2]._comm is not None:
+        return cached[2]
+    world = _default_group()
+    dup = _dist.Communicator.from_fortran_handle(handle)
+    if _state.timeout is not None:
+        dup.set_timeout(_state.timeout)
+    # The group's members as global ranks, in group-rank order.
+    ranks = np.zeros(dup.size(), np.int64)
+    _dist.all_gather_into_tensor(ranks, np.array([world.rank()], np.int64), dup)
+    pg = ProcessGroup(dup, [int(r) for r in ranks], f"mpi4py:{type(comm).__name__}")
+    _state.foreign[id(comm)] = (comm, handle, pg)  # holds comm, so that its id is not reused
+    return pg
+
+
+def _resolve(group: GroupLike, op: str) -> Optional[ProcessGroup]:
+    """The ProcessGroup ``group`` (an argument of ``op``) means, or None when this rank is not a member."""
+    if group is None:
+        return _default_group()
+    if isinstance(group, ProcessGroup):
+        return group
+    if isinstance(group, int) and not isinstance(group, bool) and group == GroupMember.NON_GROUP_MEMBER:
+        _default_group()
+        return None
+    if hasattr(group, "py2f"):
+        return _foreign_group(group)
+    raise TypeError(f"{op}: expected group to be a ProcessGroup, GroupMember.NON_GROUP_MEMBER, an mpi4py "
+                    f"communicator or None, got {type(group).__name__}")
+
+
+def new_group(
+    ranks: Optional[Sequence[int]] = None,
+    timeout: Optional[datetime.timedelta] = None,
+    backend: Optional[str] = None,
+    pg_options: Any = None,
+    use_local_synchronization: bool = False,
+    group_desc: Optional[str] = None,
+    device_id: Any = None,
+) -> Union[ProcessGroup, int]:
+    """A group of the global ``ranks`` (None: all), collective over the default group:
+    every rank calls it, members or not, with the same ranks.
+
+    Group ranks follow the sorted global ranks. On a rank outside ``ranks``
+    it returns ``GroupMember.NON_GROUP_MEMBER``. ``timeout`` defaults to
+    init_process_group's. ``use_local_synchronization`` is not supported
+    (the split is collective over the world).
+    """
+    del pg_options, device_id
+    world = _default_group()
+    _check_backend(backend, "new_group")
+    if use_local_synchronization:
+        raise ValueError("new_group: expected use_local_synchronization=False (every rank calls new_group), got True")
+    seconds = _seconds(timeout, "new_group")
+    ws = world.size()
+    if ranks is None:
+        members = list(range(ws))
+    else:
+        members = sorted(int(r) for r in ranks)
+        for r in members:
+            if not 0 <= r < ws:
+                raise ValueError(f"new_group: expected ranks within the world size {ws}, got rank {r}")
+        if len(set(members)) != len(members):
+            raise ValueError(f"new_group: expected distinct ranks, got {list(ranks)}")
+    me = world.rank()
+    member = me in members
+    comm = world._live_comm("new_group").split(0 if member else -1, me)
+    _state.group_count += 1
+    if not member:
+        return GroupMember.NON_GROUP_MEMBER
+    seconds = seconds if seconds is not None else _state.timeout
+    if seconds is not None:
+        comm.set_timeout(seconds)
+    pg = ProcessGroup(comm, members, group_desc or f"group{_state.group_count}")
+    _state.groups.append(pg)
+    return pg
+
+
+def get_rank(group: GroupLike = None) -> int:
+    """This process's rank in ``group`` (default: the world); -1 if it is not a member."""
+    pg = _resolve(group, "get_rank")
+    return -1 if pg is None else pg.rank()
+
+
+def get_world_size(group: GroupLike = None) -> int:
+    """The number of ranks in ``group`` (default: the world); -1 if this process is not a member."""
+    pg = _resolve(group, "get_world_size")
+    return -1 if pg is None else pg.size()
+
+
+def get_backend(group: GroupLike = None) -> str:
+    """``"mpi"``."""
+    if _resolve(group, "get_backend") is None:
+        raise ValueError("Invalid process group specified")
+    return Backend.MPI
+
+
+def get_process_group_ranks(group: GroupLike) -> List[int]:
+    """The global ranks of ``group``'s members, in group-rank order."""
+    pg = _resolve(group, "get_process_group_ranks")
+    if pg is None:
+        raise ValueError("Invalid process group specified")
+    return list(pg._ranks)
+
+
+def get_group_rank(group: GroupLike, global_rank: int) -> int:
+    """The rank in ``group`` of global rank ``global_rank``; ValueError if it is not a member."""
+    pg = _resolve(group, "get_group_rank")
+    if pg is None or global_rank not in pg._group_rank:
+        raise ValueError(f"Global rank {global_rank} is not part of group {group}")
+    return pg._group_rank[global_rank]
+
+
+def get_global_rank(group: GroupLike, group_rank: int) -> int:
+    """The global rank of ``group``'s rank ``group_rank``."""
+    pg = _resolve(group, "get_global_rank")
+    if pg is None or not 0 <= group_rank < pg.size():
+        raise ValueError(f"Group rank {group_rank} is not part of group {group}")
+    return pg._ranks[group_rank]
