@@ -336,7 +336,7 @@ void register_all() {
   add("scatter_add/powerlaw/feat:64/deterministic",
       [](benchmark::State& s) { gnn_powerlaw(s, Reduce::Sum, true, false); });
   // The path choice: Auto beside both forced paths, on the GNN rows and on
-  // the skewed elements (tuning data for ops/cuda/contention.h).
+  // the skewed elements (tuning data for ops/detail/cuda/contention.h).
   for (Path path : {Path::Atomic, Path::Sorted}) {
     add("scatter_add/powerlaw/feat:64" + path_suffix(path),
         [path](benchmark::State& s) { gnn_powerlaw(s, Reduce::Sum, false, false, path); });

@@ -1,7 +1,7 @@
 // The collectives of dist.h over MPI point-to-point messages.
 //
 // Data moves as bytes; reductions run on the received bytes through the
-// local reduce functors (ops/detail/combine.h), and non-contiguous views are
+// local reduce functors (ops/runtime/combine.h), and non-contiguous views are
 // packed and unpacked by the local copy kernels. Every collective:
 //   1. checks its local arguments (raising before any message);
 //   2. when the metadata exchange is on, all-gathers a small record per rank
@@ -28,10 +28,10 @@
 #include "dist/internal.h"
 #include "ops/cuda.h"
 #include "ops/detail/checks.h"
-#include "ops/detail/combine.h"
-#include "ops/detail/knobs.h"
-#include "ops/detail/memory.h"
-#include "ops/detail/stream_copy.h"
+#include "ops/runtime/combine.h"
+#include "ops/runtime/knobs.h"
+#include "ops/runtime/memory.h"
+#include "ops/runtime/stream_copy.h"
 #include "ops/reduce.h"
 
 namespace scatterx::dist {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "dist/internal.h"
-#include "ops/detail/knobs.h"
+#include "ops/runtime/knobs.h"
 
 namespace scatterx::dist {
 

@@ -18,9 +18,9 @@
 #include <utility>
 #include <vector>
 
-#include "ops/cuda/backend.h"
-#include "ops/detail/combine.h"
-#include "ops/detail/knobs.h"
+#include "ops/runtime/cuda/runtime.h"
+#include "ops/runtime/combine.h"
+#include "ops/runtime/knobs.h"
 #include "ops/error.h"
 
 namespace scatterx::dist {

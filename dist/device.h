@@ -13,7 +13,7 @@
 // chunk of this rank's block straight to every peer (a ring would forward
 // chunks out of receive slots, and slots held for forwarding can deadlock a
 // ring of bounded buffers; direct sends also cross PCIe once per chunk).
-// Folds use combine_cpu's arithmetic (ops/cuda/backend.h: combine).
+// Folds use combine_cpu's arithmetic (ops/runtime/cuda/runtime.h: combine).
 //
 // The collective returns once its messages completed and the staging slots
 // are free; the last folds (and unpacking into strided outputs) may still be

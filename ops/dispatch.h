@@ -66,7 +66,7 @@ decltype(auto) dispatch_reduce(Reduce reduce, F&& f) {
 }
 
 // Calls f(DTypeTag<D>{}, ReduceTag<R>{}) when R can fold values of D (the
-// element-wise folds of ops/detail/combine.h); raises the op's error
+// element-wise folds of ops/runtime/combine.h); raises the op's error
 // otherwise, so no unsupported pair is ever instantiated.
 template <typename F>
 void dispatch_fold(DType dtype, Reduce reduce, const char* op, F&& f) {

@@ -1,8 +1,8 @@
 #include "ops/tensor.h"
 
-#include "ops/cuda/backend.h"
+#include "ops/runtime/cuda/runtime.h"
 #include "ops/detail/checks.h"
-#include "ops/detail/memory.h"
+#include "ops/runtime/memory.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,11 +1,11 @@
 // The element-wise fold the distributed layer reduces received data with
-// (ops/detail/combine.h), against the reference's scatter_reduce over an
+// (ops/runtime/combine.h), against the reference's scatter_reduce over an
 // identity index: the same reduction with one source value per position.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "ops/detail/combine.h"
+#include "ops/runtime/combine.h"
 #include "tests/reference.h"
 #include "tests/test_util.h"
 

@@ -27,9 +27,10 @@
 #include <vector>
 
 #include "ops/cuda.h"
-#include "ops/cuda/backend.h"
-#include "ops/cuda/contention.h"
-#include "ops/detail/combine.h"
+#include "ops/detail/cuda/index_check.h"
+#include "ops/runtime/cuda/runtime.h"
+#include "ops/detail/cuda/contention.h"
+#include "ops/runtime/combine.h"
 #include "tests/fold_tolerance.h"
 #include "tests/op_checks.h"
 #include "tests/reference.h"

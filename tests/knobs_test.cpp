@@ -1,4 +1,4 @@
-// The SCATTERX_* knob registry (ops/detail/knobs.h): defaults, parsing, the
+// The SCATTERX_* knob registry (ops/runtime/knobs.h): defaults, parsing, the
 // errors for bad values, and README's table of them.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "ops/detail/knobs.h"
+#include "ops/runtime/knobs.h"
 #include "tests/test_util.h"
 
 namespace sxt {

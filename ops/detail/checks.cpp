@@ -6,8 +6,9 @@
 #include <string>
 
 #include "ops/cuda.h"
-#include "ops/cuda/backend.h"
-#include "ops/detail/parallel.h"
+#include "ops/detail/cuda/index_check.h"
+#include "ops/runtime/cuda/runtime.h"
+#include "ops/runtime/parallel.h"
 #include "ops/detail/strided.h"
 #include "ops/dispatch.h"
 

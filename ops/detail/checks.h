@@ -43,7 +43,7 @@ void check_no_overlap(const char* op, const char* written_name, const TensorView
 //
 // For a CUDA index with measure_contention, also returns the estimated
 // share of the index's values taken by its most frequent value (the CUDA
-// scatter's path choice, ops/cuda/contention.h); otherwise -1.
+// scatter's path choice, ops/detail/cuda/contention.h); otherwise -1.
 double check_index_bounds(const char* op, const TensorView& index, int64_t dim, int64_t bound,
                           bool measure_contention = false);
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "ops/detail/parallel.h"
+#include "ops/runtime/parallel.h"
 
 namespace scatterx::detail {
 

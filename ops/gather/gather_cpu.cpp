@@ -5,10 +5,10 @@
 
 #include "ops/detail/bytes.h"
 #include "ops/detail/index_geometry.h"
-#include "ops/detail/parallel.h"
-#include "ops/detail/stream_copy.h"
+#include "ops/runtime/parallel.h"
+#include "ops/runtime/stream_copy.h"
 #include "ops/dispatch.h"
-#include "ops/gather/gather_kernel.h"
+#include "ops/gather/gather_args.h"
 
 namespace scatterx::detail {
 

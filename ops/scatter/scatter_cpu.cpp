@@ -1,5 +1,5 @@
 #include "ops/dispatch.h"
-#include "ops/scatter/scatter_kernel.h"
+#include "ops/scatter/scatter_args.h"
 
 namespace scatterx::detail {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ops/cuda.h"
-#include "ops/cuda/backend.h"
+#include "ops/runtime/cuda/runtime.h"
 #include "tests/dist/dist_test_util.h"
 
 namespace sxd {

@@ -1,7 +1,10 @@
 // The CUDA backend's entry points in a build without it: the controls
 // report no devices, and anything that would touch a CUDA tensor raises.
 #include "ops/cuda.h"
-#include "ops/cuda/backend.h"
+#include "ops/detail/cuda/index_check.h"
+#include "ops/gather/cuda/gather_cuda.h"
+#include "ops/runtime/cuda/runtime.h"
+#include "ops/scatter/cuda/scatter_cuda.h"
 
 namespace scatterx {
 

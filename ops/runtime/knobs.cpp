@@ -1,4 +1,4 @@
-#include "ops/detail/knobs.h"
+#include "ops/runtime/knobs.h"
 
 #include <cerrno>
 #include <cmath>

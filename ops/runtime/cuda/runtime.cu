@@ -5,9 +5,9 @@
 #include <cstring>
 
 #include "ops/cuda.h"
-#include "ops/cuda/backend.h"
-#include "ops/cuda/common.cuh"
-#include "ops/cuda/contention.h"
+#include "ops/runtime/cuda/runtime.h"
+#include "ops/runtime/cuda/common.cuh"
+#include "ops/detail/cuda/contention.h"
 
 namespace scatterx {
 

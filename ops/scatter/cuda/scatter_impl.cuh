@@ -17,12 +17,13 @@
 #pragma once
 
 #include "ops/cuda.h"
-#include "ops/cuda/atomics.cuh"
-#include "ops/cuda/backend.h"
-#include "ops/cuda/common.cuh"
-#include "ops/cuda/contention.h"
-#include "ops/cuda/positions.cuh"
-#include "ops/cuda/scatter_sort.h"
+#include "ops/scatter/cuda/atomics.cuh"
+#include "ops/runtime/cuda/runtime.h"
+#include "ops/scatter/cuda/scatter_cuda.h"
+#include "ops/runtime/cuda/common.cuh"
+#include "ops/detail/cuda/contention.h"
+#include "ops/detail/cuda/positions.cuh"
+#include "ops/scatter/cuda/scatter_sort.h"
 #include "ops/detail/index_geometry.h"
 #include "ops/dispatch.h"
 

@@ -1,6 +1,7 @@
 // CUDA scatter entry: the geometry, then the per-dtype kernels.
-#include "ops/cuda/backend.h"
-#include "ops/cuda/common.cuh"
+#include "ops/runtime/cuda/runtime.h"
+#include "ops/scatter/cuda/scatter_cuda.h"
+#include "ops/runtime/cuda/common.cuh"
 #include "ops/detail/index_geometry.h"
 #include "ops/dispatch.h"
 

@@ -27,7 +27,7 @@ struct ScatterArgs {
   bool weighted = false;
   TensorView weights;
   // CUDA: the index check's estimate of the share of index values taken by
-  // the most frequent one (ops/cuda/contention.h); -1 when not measured.
+  // the most frequent one (ops/detail/cuda/contention.h); -1 when not measured.
   double hottest_index_share = -1;
 };
 

@@ -1,10 +1,10 @@
 // copy_: strided element-wise copy on the CPU.
 #include <cstring>
 
-#include "ops/cuda/backend.h"
+#include "ops/runtime/cuda/runtime.h"
 #include "ops/detail/bytes.h"
 #include "ops/detail/checks.h"
-#include "ops/detail/parallel.h"
+#include "ops/runtime/parallel.h"
 #include "ops/detail/strided.h"
 #include "ops/tensor.h"
 

@@ -1,6 +1,6 @@
 // CUDA strided copy (clone of a CUDA view, copy_ between CUDA views).
-#include "ops/cuda/backend.h"
-#include "ops/cuda/common.cuh"
+#include "ops/runtime/cuda/runtime.h"
+#include "ops/runtime/cuda/common.cuh"
 #include "ops/detail/bytes.h"
 #include "ops/detail/strided.h"
 

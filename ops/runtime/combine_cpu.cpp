@@ -1,6 +1,6 @@
-#include "ops/detail/combine.h"
+#include "ops/runtime/combine.h"
 
-#include "ops/detail/parallel.h"
+#include "ops/runtime/parallel.h"
 #include "ops/dispatch.h"
 #include "ops/error.h"
 #include "ops/reduce_ops.h"

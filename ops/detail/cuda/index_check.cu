@@ -10,9 +10,10 @@
 #include <limits>
 
 #include "ops/cuda.h"
-#include "ops/cuda/backend.h"
-#include "ops/cuda/common.cuh"
-#include "ops/cuda/contention.h"
+#include "ops/detail/cuda/index_check.h"
+#include "ops/runtime/cuda/runtime.h"
+#include "ops/runtime/cuda/common.cuh"
+#include "ops/detail/cuda/contention.h"
 #include "ops/detail/strided.h"
 #include "ops/dispatch.h"
 

@@ -1,6 +1,7 @@
-// Internal: the CUDA backend's entry points, called by the front ends
-// (gather.cpp, scatter.cpp, tensor.cpp, checks.cpp) after validation. Plain
-// C++ so that host code compiled without nvcc can call them. In a build
+// Internal: the CUDA runtime every op and the distributed layer share (device
+// memory, copies, events, pinned memory, the element-wise combine). The ops'
+// own kernels are declared beside them (ops/<op>/cuda/<op>_cuda.h). Plain
+// C++ so that host code compiled without nvcc can call it. In a build
 // without the backend (no_cuda.cpp) each raises ArgumentError naming `op`.
 #pragma once
 
@@ -8,14 +9,8 @@
 #include <memory>
 
 #include "ops/dtype.h"
-#include "ops/gather/gather_kernel.h"
 #include "ops/reduce.h"
-#include "ops/scatter/scatter_kernel.h"
 #include "ops/tensor.h"
-
-namespace scatterx::detail {
-struct IndexGeometry;
-}
 
 namespace scatterx::detail::cuda {
 
@@ -38,12 +33,6 @@ void fill_zero(void* device, int64_t bytes, const char* op);
 // device memory: enqueued as a kernel argument, no synchronization.
 void fill_value(void* device, const void* value, int64_t bytes, const char* op);
 
-// Raises IndexError (the CPU backend's message: first bad value row-major
-// and its position) when a value of `index` is outside [0, bound).
-// Synchronizes the current stream; does nothing when index checks are off.
-// With measure_contention, the same pass estimates the share of the index's
-// values taken by its most frequent value (see contention.h) and returns
-// it; -1 when not measured (checks off, or not asked).
 // ---- for pipelines (the distributed layer's staging) -------------------------
 // Enqueued on the current stream and not waited for: the caller keeps the
 // buffers alive and learns of completion through an event. Host buffers
@@ -69,15 +58,5 @@ void event_wait(const std::shared_ptr<void>& event, const char* op);
 void combine(void* out, const void* a, const void* b, int64_t n, DType dtype, Reduce reduce, int64_t count,
              const char* op);
 void finalize_mean(void* out, int64_t n, DType dtype, int64_t count, const char* op);
-
-double check_index_bounds(const char* op, const TensorView& index, int64_t dim, int64_t bound, bool measure_contention);
-
-void gather(const GatherArgs& args);
-void scatter(const ScatterArgs& args);
-
-// Per-dtype scatter entry points, one explicit instantiation per generated
-// file (scatter_cuda_<dtype>.cu).
-template <DType D>
-void scatter_cuda_dtype(const ScatterArgs& args, const IndexGeometry& geometry);
 
 }  // namespace scatterx::detail::cuda

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "ops/scatter/scatter_kernel.h"
+#include "ops/scatter/scatter_args.h"
 
 namespace scatterx::detail::cuda {
 

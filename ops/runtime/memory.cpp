@@ -1,7 +1,7 @@
-#include "ops/detail/memory.h"
+#include "ops/runtime/memory.h"
 
-#include "ops/detail/knobs.h"
-#include "ops/detail/stream_copy.h"
+#include "ops/runtime/knobs.h"
+#include "ops/runtime/stream_copy.h"
 
 #include <sys/mman.h>
 

@@ -1,7 +1,7 @@
 // Element-wise folds of two device buffers (combine.h's contract on the
 // GPU): the distributed layer reduces received chunks with them.
-#include "ops/cuda/backend.h"
-#include "ops/cuda/common.cuh"
+#include "ops/runtime/cuda/runtime.h"
+#include "ops/runtime/cuda/common.cuh"
 #include "ops/dispatch.h"
 #include "ops/reduce_ops.h"
 

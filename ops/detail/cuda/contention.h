@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "ops/cuda.h"
-#include "ops/scatter/scatter_kernel.h"
+#include "ops/scatter/scatter_args.h"
 
 namespace scatterx::detail::cuda {
 

@@ -5,10 +5,10 @@
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
 
-#include "ops/cuda/backend.h"
-#include "ops/cuda/common.cuh"
-#include "ops/cuda/positions.cuh"
-#include "ops/cuda/scatter_sort.h"
+#include "ops/runtime/cuda/runtime.h"
+#include "ops/runtime/cuda/common.cuh"
+#include "ops/detail/cuda/positions.cuh"
+#include "ops/scatter/cuda/scatter_sort.h"
 #include "ops/detail/index_geometry.h"
 #include "ops/dispatch.h"
 

@@ -9,7 +9,7 @@
 // -ffp-contract=off for the same reason).
 #pragma once
 
-#include "ops/detail/knobs.h"
+#include "ops/runtime/knobs.h"
 
 namespace scatterx::detail {
 

@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "ops/detail/memory.h"
+#include "ops/runtime/memory.h"
 
 namespace scatterx::detail {
 
