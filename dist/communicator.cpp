@@ -1,6 +1,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -47,12 +48,82 @@ bool threaded_mpi() {
   return provided == MPI_THREAD_MULTIPLE;
 }
 
-double default_timeout_s() { return detail::knob_seconds(detail::Knob::DistTimeout); }
+// The settings `options` asks for; an unset field is `inherited`'s when
+// that has it (a split's parent), else the environment's. The values are
+// not validated here (validation_error does, before any rank can raise).
+CommunicatorOptions resolve(const CommunicatorOptions& options, const CommunicatorOptions& inherited) {
+  CommunicatorOptions r;
+  r.timeout = options.timeout     ? options.timeout
+              : inherited.timeout ? inherited.timeout
+                                  : std::chrono::duration<double>(detail::knob_seconds(detail::Knob::DistTimeout));
+  r.checks = options.checks     ? options.checks
+             : inherited.checks ? inherited.checks
+                                : detail::knob_flag(detail::Knob::DistChecks);
+  r.chunk_bytes = options.chunk_bytes     ? options.chunk_bytes
+                  : inherited.chunk_bytes ? inherited.chunk_bytes
+                                          : detail::knob_bytes(detail::Knob::DistChunkBytes);
+  r.shared_memory = options.shared_memory     ? options.shared_memory
+                    : inherited.shared_memory ? inherited.shared_memory
+                                              : detail::knob_flag(detail::Knob::DistShm);
+  return r;
+}
 
-bool default_checks() { return detail::knob_flag(detail::Knob::DistChecks); }
+// What is wrong with resolved settings, or "" when nothing is.
+std::string validation_error(const CommunicatorOptions& r, const char* op) {
+  const double seconds = r.timeout->count();
+  if (!(std::isfinite(seconds) && seconds > 0)) {
+    return detail::concat(op, ": options.timeout expected a positive number of seconds, got ", seconds);
+  }
+  const detail::KnobSpec& chunk = detail::knob_spec(detail::Knob::DistChunkBytes);
+  if (*r.chunk_bytes < chunk.min || *r.chunk_bytes > chunk.max) {
+    return detail::concat(op, ": options.chunk_bytes expected a whole number of bytes from ", chunk.min, " to ",
+                          chunk.max, ", got ", *r.chunk_bytes);
+  }
+  return "";
+}
 
-std::shared_ptr<Communicator::State> adopt(MPI_Comm owned) {
-  auto state = std::make_shared<Communicator::State>(owned, threaded_mpi());
+// Every rank of `comm` learns whether the others' settings are valid and
+// agree on what decides the messages (chunk_bytes, shared_memory, checks),
+// and raises if not: ArgumentError on a rank whose own settings are
+// invalid, MismatchError on the others, so that no rank is left waiting in
+// a later collective that its peers never join.
+void agree_on_settings(MPI_Comm comm, const CommunicatorOptions& r, const std::string& error, const char* op) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int64_t mine[4] = {error.empty() ? 1 : 0, *r.chunk_bytes, *r.shared_memory ? 1 : 0, *r.checks ? 1 : 0};
+  std::vector<int64_t> all(static_cast<size_t>(4 * size));
+  check_mpi(MPI_Allgather(mine, 4, MPI_INT64_T, all.data(), 4, MPI_INT64_T, comm), op, "MPI_Allgather");
+  if (!error.empty()) throw ArgumentError(error);
+  const char* names[4] = {"", "chunk_bytes", "shared_memory", "checks"};
+  for (int p = 0; p < size; ++p) {
+    const int64_t* theirs = &all[static_cast<size_t>(4 * p)];
+    if (theirs[0] == 0) detail::raise<MismatchError>(op, "rank ", p, "'s options are invalid (it raised why)");
+    for (int f = 1; f < 4; ++f) {
+      if (theirs[f] == mine[f]) continue;
+      detail::raise<MismatchError>(op, "options.", names[f], " expected the same on every rank, got ", mine[f],
+                                   " on rank ", rank, " and ", theirs[f], " on rank ", p);
+    }
+  }
+}
+
+// A communicator around `owned` (a duplicate or a split this process made)
+// with the settings `options` asks for. Collective over `owned`.
+std::shared_ptr<Communicator::State> adopt(MPI_Comm owned, const CommunicatorOptions& options,
+                                           const CommunicatorOptions& inherited, const char* op) {
+  // Resolving reads the environment, which may raise: the ranks still meet
+  // in agree_on_settings, so that a bad variable on one rank raises on all.
+  CommunicatorOptions settings;
+  std::string error;
+  try {
+    settings = resolve(options, inherited);
+    error = validation_error(settings, op);
+  } catch (const Error& e) {
+    error = e.what();
+    settings = CommunicatorOptions{std::chrono::duration<double>(1), false, 1, false};
+  }
+  auto state = std::make_shared<Communicator::State>(owned, threaded_mpi(), settings);
+  agree_on_settings(owned, settings, error, op);
   std::lock_guard<std::mutex> lock(registry_mutex());
   auto& r = registry();
   r.erase(std::remove_if(r.begin(), r.end(), [](const auto& w) { return w.expired(); }), r.end());
@@ -60,12 +131,12 @@ std::shared_ptr<Communicator::State> adopt(MPI_Comm owned) {
   return state;
 }
 
-std::shared_ptr<Communicator::State> duplicate(MPI_Comm comm, const char* op) {
+std::shared_ptr<Communicator::State> duplicate(MPI_Comm comm, const CommunicatorOptions& options, const char* op) {
   Communicator::ensure_mpi_initialized();
   SCATTERX_CHECK(comm != MPI_COMM_NULL, ArgumentError, op, "comm expected a valid MPI communicator, got MPI_COMM_NULL");
   MPI_Comm dup = MPI_COMM_NULL;
   check_mpi(MPI_Comm_dup(comm, &dup), op, "MPI_Comm_dup");
-  return adopt(dup);
+  return adopt(dup, options, {}, op);
 }
 
 }  // namespace
@@ -89,13 +160,14 @@ const char* reduce_op_name(ReduceOp op) {
   return "unknown";
 }
 
-Communicator::State::State(MPI_Comm owned, bool threaded_mpi) : comm(owned), threaded(threaded_mpi) {
+Communicator::State::State(MPI_Comm owned, bool threaded_mpi, const CommunicatorOptions& settings)
+    : comm(owned), chunk_bytes(*settings.chunk_bytes), shared_memory(*settings.shared_memory), threaded(threaded_mpi) {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   // Errors come back as return codes, which check_mpi turns into exceptions.
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  timeout_s = default_timeout_s();
-  checks = default_checks();
+  timeout_s = settings.timeout->count();
+  checks = *settings.checks;
 }
 
 void Communicator::State::unmap_shm() {
@@ -141,19 +213,23 @@ void Communicator::ensure_mpi_initialized() {
   });
 }
 
-Communicator Communicator::world() { return Communicator(duplicate(MPI_COMM_WORLD, "Communicator::world")); }
-
-Communicator Communicator::from_fortran_handle(int64_t handle) {
-  ensure_mpi_initialized();
-  return Communicator(duplicate(MPI_Comm_f2c(static_cast<MPI_Fint>(handle)), "Communicator::from_fortran_handle"));
+Communicator Communicator::world(const CommunicatorOptions& options) {
+  return Communicator(duplicate(MPI_COMM_WORLD, options, "Communicator::world"));
 }
 
-Communicator Communicator::from_c_handle(const void* comm_handle_bits, size_t size) {
+Communicator Communicator::from_fortran_handle(int64_t handle, const CommunicatorOptions& options) {
+  ensure_mpi_initialized();
+  return Communicator(
+      duplicate(MPI_Comm_f2c(static_cast<MPI_Fint>(handle)), options, "Communicator::from_fortran_handle"));
+}
+
+Communicator Communicator::from_c_handle(const void* comm_handle_bits, size_t size,
+                                         const CommunicatorOptions& options) {
   SCATTERX_CHECK(size == sizeof(MPI_Comm), ArgumentError, "Communicator::from_c_handle", "size expected ",
                  sizeof(MPI_Comm), " (sizeof(MPI_Comm)), got ", size);
   MPI_Comm comm;
   std::memcpy(&comm, comm_handle_bits, sizeof(MPI_Comm));
-  return Communicator(duplicate(comm, "Communicator::from_c_handle"));
+  return Communicator(duplicate(comm, options, "Communicator::from_c_handle"));
 }
 
 Communicator::State& Communicator::state() const {
@@ -162,7 +238,7 @@ Communicator::State& Communicator::state() const {
   return *state_;
 }
 
-Communicator Communicator::split(int color, int key) const {
+Communicator Communicator::split(int color, int key, const CommunicatorOptions& options) const {
   State& s = state();
   s.check_usable("Communicator::split");
   MPI_Comm out = MPI_COMM_NULL;
@@ -176,10 +252,13 @@ Communicator Communicator::split(int color, int key) const {
        false)
       .wait();
   if (out == MPI_COMM_NULL) return Communicator(nullptr);
-  auto state = adopt(out);
-  state->timeout_s = s.timeout_s.load();
-  state->checks = s.checks.load();
-  return Communicator(state);
+  return Communicator(adopt(out, options, this->options(), "Communicator::split"));
+}
+
+CommunicatorOptions Communicator::options() const {
+  const State& s = state();
+  return CommunicatorOptions{std::chrono::duration<double>(s.timeout_s.load()), s.checks.load(), s.chunk_bytes,
+                             s.shared_memory};
 }
 
 int Communicator::rank() const { return state().rank; }

@@ -29,7 +29,8 @@
 //   Cross-rank agreement is checked by a small metadata exchange (one
 //   all-gather of a few hundred bytes per rank, about one network latency).
 //   It always runs for variable-split all-to-alls; for the other
-//   collectives it runs when SCATTERX_DIST_CHECKS=1 is set (or
+//   collectives it runs when the communicator's checks option is on
+//   (CommunicatorOptions::checks, SCATTERX_DIST_CHECKS=1, or
 //   Communicator::set_checks(true)). While it runs, a rank whose local checks
 //   failed still takes part, so its peers raise too instead of waiting.
 // - Async: the *_async forms queue the collective on the communicator's
@@ -42,6 +43,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,6 +96,28 @@ class Work {
   std::shared_ptr<State> state_;
 };
 
+// Settings of one communicator, as gloo's process-group options. A field
+// left unset takes its environment variable's value (README "Environment"),
+// read when the communicator is made; split() inherits the parent's
+// settings for the fields it leaves unset. Making a communicator is
+// collective, and chunk_bytes, shared_memory and checks must be the same on
+// every rank (they decide the messages each rank expects): a disagreement
+// raises MismatchError on every rank. The timeout may differ between ranks.
+struct CommunicatorOptions {
+  // Seconds a collective may wait for its peers before raising TimeoutError
+  // (SCATTERX_DIST_TIMEOUT, default 600).
+  std::optional<std::chrono::duration<double>> timeout;
+  // Cross-rank metadata checks of the dense collectives' arguments
+  // (SCATTERX_DIST_CHECKS, default off).
+  std::optional<bool> checks;
+  // The host rings' pipelining chunk, in bytes, from 1 to 2^40
+  // (SCATTERX_DIST_CHUNK_BYTES, default 512 KiB).
+  std::optional<int64_t> chunk_bytes;
+  // Reduce-scatters through a shared-memory segment when every rank is on
+  // one host (SCATTERX_DIST_SHM, default on).
+  std::optional<bool> shared_memory;
+};
+
 // An MPI communicator that scatterx owns: a duplicate of the one it was made
 // from, freed when the last copy of this object goes away. Copies share it.
 class Communicator {
@@ -108,29 +132,33 @@ class Communicator {
   static void ensure_mpi_initialized();
 
   // A duplicate of MPI_COMM_WORLD.
-  static Communicator world();
+  static Communicator world(const CommunicatorOptions& options = {});
   // A duplicate of an application's communicator, given as its Fortran
   // handle (MPI_Comm_c2f; mpi4py's comm.py2f()), so this header needs no mpi.h.
-  static Communicator from_fortran_handle(int64_t handle);
+  static Communicator from_fortran_handle(int64_t handle, const CommunicatorOptions& options = {});
   // As above, from an MPI_Comm's bits (the value of a C MPI_Comm, which is
   // a pointer in Open MPI and an int in MPICH).
-  static Communicator from_c_handle(const void* comm_handle_bits, size_t size);
+  static Communicator from_c_handle(const void* comm_handle_bits, size_t size, const CommunicatorOptions& options = {});
 
   // Collective over this communicator: ranks with the same color form a new
   // one, ordered by key (ties by rank). A negative color opts out: the result
-  // is then a null communicator (valid() is false).
-  Communicator split(int color, int key) const;
+  // is then a null communicator (valid() is false). Unset options are this
+  // communicator's.
+  Communicator split(int color, int key, const CommunicatorOptions& options = {}) const;
 
   bool valid() const { return state_ != nullptr; }
   int rank() const;
   int size() const;
 
-  // Seconds a collective may wait for its peers before raising TimeoutError.
-  // Default: SCATTERX_DIST_TIMEOUT (seconds) from the environment, else 600.
+  // The settings in force, every field set.
+  CommunicatorOptions options() const;
+
+  // The timeout, changed on this rank only (see CommunicatorOptions).
   void set_timeout(std::chrono::duration<double> timeout);
   std::chrono::duration<double> timeout() const;
 
-  // Cross-rank metadata checks for the dense collectives (see above).
+  // Cross-rank metadata checks for the dense collectives (see above); every
+  // rank must make the same call before its next collective.
   void set_checks(bool enabled);
   bool checks() const;
 

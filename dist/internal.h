@@ -37,8 +37,12 @@ struct Communicator::State {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
   int size = 1;
+  // The settings (CommunicatorOptions, resolved): the timeout and the checks
+  // may change later (set_timeout, set_checks), the others are fixed.
   std::atomic<double> timeout_s{600.0};
   std::atomic<bool> checks{false};
+  int64_t chunk_bytes = 0;
+  bool shared_memory = false;
   // Every rank calls collectives in the same order, so this counter agrees
   // across ranks; each collective's messages carry a tag made from it.
   uint32_t sequence = 0;
@@ -76,7 +80,8 @@ struct Communicator::State {
   std::vector<SlotWriter> slot_writers;
   void unmap_shm();
 
-  State(MPI_Comm owned, bool threaded_mpi);
+  // `settings` has every field set.
+  State(MPI_Comm owned, bool threaded_mpi, const CommunicatorOptions& settings);
   ~State();
   void stop_worker();
   void worker_loop();

@@ -9,6 +9,7 @@
 // (ValueError, TypeError, ...).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -89,6 +90,26 @@ class PyWork {
 };
 
 double seconds_of(std::chrono::duration<double> d) { return d.count(); }
+
+// CommunicatorOptions from the keyword arguments (None: the environment's,
+// or a split's parent's).
+dist::CommunicatorOptions options_of(std::optional<double> timeout, std::optional<bool> checks,
+                                     std::optional<int64_t> chunk_bytes, std::optional<bool> shared_memory) {
+  dist::CommunicatorOptions o;
+  if (timeout) o.timeout = std::chrono::duration<double>(*timeout);
+  o.checks = checks;
+  o.chunk_bytes = chunk_bytes;
+  o.shared_memory = shared_memory;
+  return o;
+}
+
+#define SCATTERX_PY_OPTION_ARGS                                                                                        \
+  nb::kw_only(), nb::arg("timeout") = nb::none(), nb::arg("checks") = nb::none(), nb::arg("chunk_bytes") = nb::none(), \
+                 nb::arg("shared_memory") = nb::none()
+#define SCATTERX_PY_OPTIONS_DOC                                                                             \
+  " Options (None: the SCATTERX_DIST_* environment variable's value): timeout (seconds), checks "           \
+  "(cross-rank argument checks), chunk_bytes (the rings' pipelining chunk), shared_memory (reduce-scatter " \
+  "through shared memory on one host); all but timeout must agree across ranks."
 
 // The arrays of one collective call, kept for the Work of its asynchronous
 // form (the progress thread uses them after the call returned). Applied to a
@@ -210,22 +231,35 @@ void register_dist(nb::module_& m) {
       d, "Communicator",
       "An MPI communicator scatterx owns (a duplicate, freed with the last reference). Copies share it.")
       .def_static(
-          "world", [] { return without_gil([] { return dist::Communicator::world(); }); },
-          "A duplicate of MPI_COMM_WORLD (initializes MPI if the application has not). Collective.")
+          "world",
+          [](std::optional<double> timeout, std::optional<bool> checks, std::optional<int64_t> chunk_bytes,
+             std::optional<bool> shared_memory) {
+            const auto options = options_of(timeout, checks, chunk_bytes, shared_memory);
+            return without_gil([&] { return dist::Communicator::world(options); });
+          },
+          SCATTERX_PY_OPTION_ARGS,
+          "A duplicate of MPI_COMM_WORLD (initializes MPI if the application has not). "
+          "Collective." SCATTERX_PY_OPTIONS_DOC)
       .def_static(
           "from_fortran_handle",
-          [](int64_t handle) { return without_gil([&] { return dist::Communicator::from_fortran_handle(handle); }); },
-          nb::arg("handle"),
+          [](int64_t handle, std::optional<double> timeout, std::optional<bool> checks,
+             std::optional<int64_t> chunk_bytes, std::optional<bool> shared_memory) {
+            const auto options = options_of(timeout, checks, chunk_bytes, shared_memory);
+            return without_gil([&] { return dist::Communicator::from_fortran_handle(handle, options); });
+          },
+          nb::arg("handle"), SCATTERX_PY_OPTION_ARGS,
           "A duplicate of an application's communicator given as its Fortran handle (mpi4py: comm.py2f()). "
-          "Collective over that communicator.")
+          "Collective over that communicator." SCATTERX_PY_OPTIONS_DOC)
       .def(
           "split",
-          [](const dist::Communicator& self, int color, int key) {
-            return without_gil([&] { return self.split(color, key); });
+          [](const dist::Communicator& self, int color, int key, std::optional<double> timeout,
+             std::optional<bool> checks, std::optional<int64_t> chunk_bytes, std::optional<bool> shared_memory) {
+            const auto options = options_of(timeout, checks, chunk_bytes, shared_memory);
+            return without_gil([&] { return self.split(color, key, options); });
           },
-          nb::arg("color"), nb::arg("key"),
+          nb::arg("color"), nb::arg("key"), SCATTERX_PY_OPTION_ARGS,
           "Collective: ranks with the same color form a new communicator, ordered by key (ties by rank). "
-          "A negative color opts out and gives an invalid communicator.")
+          "A negative color opts out and gives an invalid communicator. Unset options are this one's.")
       .def("valid", &dist::Communicator::valid, "False for the result of split() with a negative color.")
       .def("rank", &dist::Communicator::rank)
       .def("size", &dist::Communicator::size)
@@ -240,7 +274,19 @@ void register_dist(nb::module_& m) {
           "The timeout in seconds.")
       .def("set_checks", &dist::Communicator::set_checks, nb::arg("enabled"),
            "Cross-rank argument checks for the dense collectives (default: SCATTERX_DIST_CHECKS=1).")
-      .def("checks", &dist::Communicator::checks);
+      .def("checks", &dist::Communicator::checks)
+      .def(
+          "options",
+          [](const dist::Communicator& self) {
+            const dist::CommunicatorOptions o = self.options();
+            nb::dict d;
+            d["timeout"] = seconds_of(*o.timeout);
+            d["checks"] = *o.checks;
+            d["chunk_bytes"] = *o.chunk_bytes;
+            d["shared_memory"] = *o.shared_memory;
+            return d;
+          },
+          "The settings in force: a dict of timeout (seconds), checks, chunk_bytes, shared_memory.");
 
   nb::class_<PyWork>(d, "Work", "Completion handle of an async collective; keeps its arrays alive until it is done.")
       .def("wait", &PyWork::wait,

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -71,6 +72,143 @@ TEST_F(CommunicatorTest, ChecksSetting) {
   EXPECT_TRUE(holds(t, [&](int64_t i) { return reduce_expected(ReduceOp::Sum, DType::Float32, iota_ranks(ws()), i); }));
   fresh.set_checks(false);
   EXPECT_FALSE(fresh.checks());
+}
+
+// ---- CommunicatorOptions -----------------------------------------------------
+
+// all_reduce (sum) and reduce_scatter_tensor (max) of 3000 float32 values on
+// `c`, checked against the rank formula: the settings change the path, never
+// the result.
+void expect_collectives_correct(const Communicator& c, int rank, int ws) {
+  Tensor t =
+      make({3000}, DType::Float32, [&](int64_t i) { return reduce_input(ReduceOp::Sum, DType::Float32, rank, i); });
+  dist::all_reduce(t, ReduceOp::Sum, c);
+  EXPECT_TRUE(holds(t, [&](int64_t i) { return reduce_expected(ReduceOp::Sum, DType::Float32, iota_ranks(ws), i); }));
+  Tensor in = make({ws * 1000}, DType::Float32,
+                   [&](int64_t i) { return reduce_input(ReduceOp::Max, DType::Float32, rank, i); });
+  Tensor out = Tensor::empty({1000}, DType::Float32);
+  dist::reduce_scatter_tensor(out, in, ReduceOp::Max, c);
+  EXPECT_TRUE(holds(
+      out, [&](int64_t i) { return reduce_expected(ReduceOp::Max, DType::Float32, iota_ranks(ws), rank * 1000 + i); }));
+}
+
+TEST_F(CommunicatorTest, OptionsOverrideTheEnvironment) {
+  dist::CommunicatorOptions asked;
+  asked.timeout = 7.5s;
+  asked.checks = true;
+  asked.chunk_bytes = 1000;  // many small chunks in the rings
+  asked.shared_memory = false;
+  Communicator c = Communicator::world(asked);
+  const dist::CommunicatorOptions got = c.options();
+  EXPECT_DOUBLE_EQ(got.timeout->count(), 7.5);
+  EXPECT_EQ(got.checks, std::optional<bool>(true));
+  EXPECT_EQ(got.chunk_bytes, std::optional<int64_t>(1000));
+  EXPECT_EQ(got.shared_memory, std::optional<bool>(false));
+  EXPECT_DOUBLE_EQ(c.timeout().count(), 7.5);
+  EXPECT_TRUE(c.checks());
+  expect_collectives_correct(c, rank(), ws());
+}
+
+TEST_F(CommunicatorTest, UnsetOptionsComeFromTheEnvironment) {
+  const dist::CommunicatorOptions got = Communicator::world().options();
+  const char* timeout = std::getenv("SCATTERX_DIST_TIMEOUT");
+  EXPECT_DOUBLE_EQ(got.timeout->count(), timeout && *timeout ? std::strtod(timeout, nullptr) : 600.0);
+  const char* chunk = std::getenv("SCATTERX_DIST_CHUNK_BYTES");
+  EXPECT_EQ(*got.chunk_bytes, chunk && *chunk ? std::strtoll(chunk, nullptr, 10) : 524288);
+  const char* shm = std::getenv("SCATTERX_DIST_SHM");
+  EXPECT_EQ(*got.shared_memory, !(shm && std::strcmp(shm, "0") == 0));
+  ASSERT_TRUE(got.checks.has_value());
+}
+
+TEST_F(CommunicatorTest, SplitInheritsUnsetOptions) {
+  dist::CommunicatorOptions parent_options;
+  parent_options.timeout = 9s;
+  parent_options.chunk_bytes = 4096;
+  parent_options.shared_memory = false;
+  Communicator parent = Communicator::world(parent_options);
+  Communicator same = parent.split(0, rank());
+  EXPECT_DOUBLE_EQ(same.timeout().count(), 9.0);
+  EXPECT_EQ(*same.options().chunk_bytes, 4096);
+  EXPECT_FALSE(*same.options().shared_memory);
+  dist::CommunicatorOptions changed;
+  changed.chunk_bytes = 1000;
+  changed.shared_memory = true;
+  Communicator child = parent.split(0, rank(), changed);
+  EXPECT_DOUBLE_EQ(child.timeout().count(), 9.0);
+  EXPECT_EQ(*child.options().chunk_bytes, 1000);
+  EXPECT_TRUE(*child.options().shared_memory);
+  expect_collectives_correct(child, rank(), ws());
+}
+
+TEST_F(CommunicatorTest, InvalidOptionRaisesOnEveryRank) {
+  // Rank 0 alone asks for an invalid chunk: it raises ArgumentError naming
+  // the option and the value; its peers raise MismatchError naming rank 0.
+  dist::CommunicatorOptions o;
+  o.chunk_bytes = rank() == 0 ? 0 : 4096;
+  if (rank() == 0) {
+    const std::string msg = expect_local_error([&] { Communicator::world(o); });
+    EXPECT_TRUE(mentions(msg, {"Communicator::world", "options.chunk_bytes", "got 0"})) << msg;
+  } else {
+    const std::string msg = expect_throws<MismatchError>([&] { Communicator::world(o); });
+    EXPECT_TRUE(names_rank(msg, 0)) << msg;
+  }
+  dist::CommunicatorOptions bad_timeout;
+  bad_timeout.timeout = std::chrono::duration<double>(-1);
+  const std::string msg = expect_local_error([&] { Communicator::world(bad_timeout); });
+  EXPECT_TRUE(mentions(msg, {"options.timeout", "positive", "got -1"})) << msg;
+}
+
+TEST_F(CommunicatorTest, BadEnvironmentOnOneRankRaisesOnEveryRank) {
+  // The environment is read when a communicator is made; a bad value on
+  // rank 0 alone must not leave the others waiting.
+  const char* before = std::getenv("SCATTERX_DIST_CHUNK_BYTES");
+  const std::string saved = before ? before : "";
+  if (rank() == 0) setenv("SCATTERX_DIST_CHUNK_BYTES", "-5", 1);
+  std::string msg;
+  if (rank() == 0) {
+    msg = expect_local_error([&] { Communicator::world(); });
+    EXPECT_TRUE(mentions(msg, {"SCATTERX_DIST_CHUNK_BYTES", "-5"})) << msg;
+  } else {
+    msg = expect_throws<MismatchError>([&] { Communicator::world(); });
+    EXPECT_TRUE(names_rank(msg, 0)) << msg;
+  }
+  if (before) {
+    setenv("SCATTERX_DIST_CHUNK_BYTES", saved.c_str(), 1);
+  } else {
+    unsetenv("SCATTERX_DIST_CHUNK_BYTES");
+  }
+  // an explicit option does not read the variable at all
+  if (rank() == 0) setenv("SCATTERX_DIST_CHUNK_BYTES", "-5", 1);
+  dist::CommunicatorOptions o;
+  o.chunk_bytes = 2048;
+  EXPECT_EQ(*Communicator::world(o).options().chunk_bytes, 2048);
+  if (before) {
+    setenv("SCATTERX_DIST_CHUNK_BYTES", saved.c_str(), 1);
+  } else {
+    unsetenv("SCATTERX_DIST_CHUNK_BYTES");
+  }
+}
+
+TEST_F(CommunicatorTest, DisagreeingOptionsRaiseOnEveryRank) {
+  SXD_REQUIRE_WS2();
+  // chunk_bytes, shared_memory and checks decide which messages each rank
+  // expects: every rank raises MismatchError naming the option and a rank.
+  dist::CommunicatorOptions chunk;
+  chunk.chunk_bytes = 1000 + rank();
+  std::string msg = expect_throws<MismatchError>([&] { Communicator::world(chunk); });
+  EXPECT_TRUE(mentions(msg, {"Communicator::world", "options.chunk_bytes"})) << msg;
+  dist::CommunicatorOptions shm;
+  shm.shared_memory = rank() % 2 == 0;
+  msg = expect_throws<MismatchError>([&] { comm().split(0, rank(), shm); });
+  EXPECT_TRUE(mentions(msg, {"Communicator::split", "options.shared_memory"})) << msg;
+  dist::CommunicatorOptions checks;
+  checks.checks = rank() == 0;
+  msg = expect_throws<MismatchError>([&] { Communicator::world(checks); });
+  EXPECT_TRUE(mentions(msg, {"options.checks"})) << msg;
+  // the timeout may differ
+  dist::CommunicatorOptions timeout;
+  timeout.timeout = std::chrono::duration<double>(30 + rank());
+  EXPECT_DOUBLE_EQ(Communicator::world(timeout).timeout().count(), 30.0 + rank());
 }
 
 TEST_F(CommunicatorTest, CopiesShareTheCommunicator) {

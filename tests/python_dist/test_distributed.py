@@ -194,6 +194,37 @@ def test_new_group_bad_ranks():
         dist.new_group(backend="nccl")
 
 
+def test_new_group_options_set_the_group_and_inherit_the_rest():
+    world = dist.group.WORLD._comm.options()
+    g = dist.new_group(pg_options=dist.Options(chunk_bytes=1000, shared_memory=False),
+                       timeout=datetime.timedelta(seconds=77))
+    got = g._comm.options()
+    assert got == {"timeout": 77.0, "checks": world["checks"], "chunk_bytes": 1000, "shared_memory": False}
+    # the settings change the path, not the result: 3000 elements in 1000-byte ring chunks
+    x = np.arange(3000, dtype=np.float32) + RANK
+    dist.all_reduce(x, group=g)
+    assert_equal(x, WS * np.arange(3000, dtype=np.float32) + sum(range(WS)))
+    inherited = dist.new_group(pg_options=dist.Options(checks=True))._comm.options()
+    assert inherited["checks"] is True and inherited["chunk_bytes"] == world["chunk_bytes"]
+    dist.destroy_process_group(g)
+
+
+def test_options_disagreeing_across_ranks_raise_on_every_rank():
+    if WS < 2:
+        pytest.skip("needs two ranks")
+    with pytest.raises(dist.MismatchError, match="chunk_bytes"):
+        dist.new_group(pg_options=dist.Options(chunk_bytes=4096 + RANK))
+    with pytest.raises(dist.MismatchError, match="shared_memory"):
+        dist.new_group(pg_options=dist.Options(shared_memory=RANK == 0))
+
+
+def test_bad_options_raise():
+    with pytest.raises(TypeError, match="new_group: expected pg_options to be a scatterx.distributed.Options"):
+        dist.new_group(pg_options={"chunk_bytes": 10})
+    with pytest.raises(ValueError, match="options.chunk_bytes expected .* got 0"):
+        dist.new_group(pg_options=dist.Options(chunk_bytes=0))
+
+
 def test_bad_arguments_before_any_collective():
     with pytest.raises(TypeError, match="timedelta"):
         dist.new_group(timeout="soon")

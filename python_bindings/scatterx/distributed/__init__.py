@@ -34,9 +34,12 @@ launched with ``mpirun -n 4 python script.py`` (as root add
   disagree about split sizes, dtypes or shapes; raised on every rank),
   :class:`DistTimeoutError` (a :class:`TimeoutError`: a collective waited
   longer than the timeout; the group is unusable afterwards).
-- Environment: ``SCATTERX_DIST_TIMEOUT`` (seconds, default 600) and
-  ``SCATTERX_DIST_CHECKS=1`` (cross-rank checks of the dense collectives'
-  arguments; the variable-split all-to-alls always check).
+- Settings: ``timeout`` and ``pg_options=Options(checks=..., chunk_bytes=...,
+  shared_memory=...)`` of :func:`init_process_group` and :func:`new_group`;
+  what they leave unset comes from the environment: ``SCATTERX_DIST_TIMEOUT``
+  (seconds, default 600), ``SCATTERX_DIST_CHECKS=1`` (cross-rank checks of the
+  dense collectives' arguments; the variable-split all-to-alls always check),
+  ``SCATTERX_DIST_CHUNK_BYTES``, ``SCATTERX_DIST_SHM`` (README "Environment").
 """
 
 from ._groups import Array, GroupLike  # noqa: F401 (the signatures' type aliases, importable from here as before)
@@ -46,6 +49,7 @@ from ._groups import (
     DistTimeoutError,
     GroupMember,
     MismatchError,
+    Options,
     ProcessGroup,
     ReduceOp,
     destroy_process_group,
@@ -79,7 +83,7 @@ from ._collectives import (
 )
 
 __all__ = [
-    "Backend", "DistError", "DistTimeoutError", "GroupMember", "MismatchError", "ProcessGroup", "ReduceOp", "Work",
+    "Backend", "DistError", "DistTimeoutError", "GroupMember", "MismatchError", "Options", "ProcessGroup", "ReduceOp", "Work",
     "all_gather", "all_gather_into_tensor", "all_reduce", "all_to_all", "all_to_all_single", "all_to_all_v",
     "barrier", "broadcast", "destroy_process_group", "get_backend", "get_global_rank", "get_group_rank",
     "get_process_group_ranks", "get_rank", "get_world_size", "group", "init_process_group", "is_available",

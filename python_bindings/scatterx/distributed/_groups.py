@@ -5,6 +5,7 @@ The collectives are in ``_collectives.py``; ``scatterx.distributed`` re-exports 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import enum
 import sys
@@ -156,6 +157,33 @@ class group(metaclass=_WorldMeta):  # noqa: N801 (torch's name)
 GroupLike = Union[ProcessGroup, int, Any, None]  # ProcessGroup, NON_GROUP_MEMBER, an mpi4py communicator, None
 
 
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """A group's settings, given as ``pg_options`` to :func:`init_process_group` or :func:`new_group`
+    (as torch's backend options objects). A field left None takes its environment variable's value
+    for the world, the default group's for :func:`new_group`. ``checks``, ``chunk_bytes`` and
+    ``shared_memory`` must be the same on every rank (a disagreement raises MismatchError on all).
+
+    - ``checks``: cross-rank checks of the dense collectives' arguments (``SCATTERX_DIST_CHECKS``, off).
+    - ``chunk_bytes``: the rings' pipelining chunk in bytes (``SCATTERX_DIST_CHUNK_BYTES``, 512 KiB).
+    - ``shared_memory``: reduce-scatter through shared memory when every rank is on one host
+      (``SCATTERX_DIST_SHM``, on).
+    """
+
+    checks: Optional[bool] = None
+    chunk_bytes: Optional[int] = None
+    shared_memory: Optional[bool] = None
+
+
+def _option_kwargs(pg_options: Any, name: str) -> Dict[str, Any]:
+    if pg_options is None:
+        return {}
+    if not isinstance(pg_options, Options):
+        raise TypeError(f"{name}: expected pg_options to be a scatterx.distributed.Options or None, "
+                        f"got {type(pg_options).__name__}")
+    return {k: v for k, v in dataclasses.asdict(pg_options).items() if v is not None}
+
+
 class _State:
     def __init__(self) -> None:
         self.world: Optional[ProcessGroup] = None
@@ -222,23 +250,22 @@ def init_process_group(
     used; ``world_size`` and ``rank``, when given, must be MPI's. ``timeout``
     (a timedelta) bounds every collective of the default group and of groups
     made later without their own timeout (default: ``SCATTERX_DIST_TIMEOUT``
-    seconds, else 600). ``group_name``, ``pg_options`` and ``device_id`` are
-    accepted for torch compatibility and ignored.
+    seconds, else 600). ``pg_options`` (an :class:`Options`) sets the other
+    settings. ``group_name`` and ``device_id`` are accepted for torch
+    compatibility and ignored.
     """
-    del init_method, store, pg_options, device_id
+    del init_method, store, device_id
     if _state.world is not None:
         raise ValueError("trying to initialize the default process group twice!")
     _check_backend(backend, "init_process_group")
     seconds = _seconds(timeout, "init_process_group")
-    comm = _dist.Communicator.world()
+    comm = _dist.Communicator.world(timeout=seconds, **_option_kwargs(pg_options, "init_process_group"))
     if world_size not in (-1, None) and world_size != comm.size():
         raise ValueError(f"init_process_group: expected world_size to be -1 or MPI's {comm.size()} processes "
                          f"(scatterx takes the world from the MPI launcher), got {world_size}")
     if rank not in (-1, None) and rank != comm.rank():
         raise ValueError(f"init_process_group: expected rank to be -1 or this process's MPI rank {comm.rank()}, "
                          f"got {rank}")
-    if seconds is not None:
-        comm.set_timeout(seconds)
     _state.timeout = seconds
     _state.world = ProcessGroup(comm, range(comm.size()), group_name or "WORLD")
 
@@ -274,9 +301,10 @@ def _foreign_group(comm: Any) -> Optional[ProcessGroup]:
     if cached is not None and cached[0] is comm and cached[1] == handle and cached[2]._comm is not None:
         return cached[2]
     world = _default_group()
-    dup = _dist.Communicator.from_fortran_handle(handle)
-    if _state.timeout is not None:
-        dup.set_timeout(_state.timeout)
+    # The default group's settings (the timeout: init_process_group's, or the environment's).
+    settings = world._live_comm("group").options()
+    del settings["timeout"]
+    dup = _dist.Communicator.from_fortran_handle(handle, timeout=_state.timeout, **settings)
     # The group's members as global ranks, in group-rank order.
     ranks = np.zeros(dup.size(), np.int64)
     _dist.all_gather_into_tensor(ranks, np.array([world.rank()], np.int64), dup)
@@ -314,15 +342,17 @@ def new_group(
 
     Group ranks follow the sorted global ranks. On a rank outside ``ranks``
     it returns ``GroupMember.NON_GROUP_MEMBER``. ``timeout`` defaults to
-    init_process_group's. ``use_local_synchronization`` is not supported
+    init_process_group's, and ``pg_options`` (an :class:`Options`) the
+    default group's settings. ``use_local_synchronization`` is not supported
     (the split is collective over the world).
     """
-    del pg_options, device_id
+    del device_id
     world = _default_group()
     _check_backend(backend, "new_group")
     if use_local_synchronization:
         raise ValueError("new_group: expected use_local_synchronization=False (every rank calls new_group), got True")
     seconds = _seconds(timeout, "new_group")
+    settings = _option_kwargs(pg_options, "new_group")
     ws = world.size()
     if ranks is None:
         members = list(range(ws))
@@ -335,13 +365,11 @@ def new_group(
             raise ValueError(f"new_group: expected distinct ranks, got {list(ranks)}")
     me = world.rank()
     member = me in members
-    comm = world._live_comm("new_group").split(0 if member else -1, me)
+    seconds = seconds if seconds is not None else _state.timeout
+    comm = world._live_comm("new_group").split(0 if member else -1, me, timeout=seconds, **settings)
     _state.group_count += 1
     if not member:
         return GroupMember.NON_GROUP_MEMBER
-    seconds = seconds if seconds is not None else _state.timeout
-    if seconds is not None:
-        comm.set_timeout(seconds)
     pg = ProcessGroup(comm, members, group_desc or f"group{_state.group_count}")
     _state.groups.append(pg)
     return pg
