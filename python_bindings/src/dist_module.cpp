@@ -185,14 +185,9 @@ void def_collective(nb::module_& d, const char* op, void (*sync)(Params...), dis
   def_collective_pair<Py...>(d, op, sync, async, names, doc, std::index_sequence_for<Py...>{});
 }
 
-}  // namespace
-
-void register_dist(nb::module_& m) {
-  nb::module_ d = m.def_submodule(
-      "dist", "scatterx's distributed layer over MPI (see scatterx.distributed for the torch.distributed-style API)");
-
-  // DistError(RuntimeError), as torch.distributed.DistError; MismatchError and
-  // DistTimeoutError (also a builtin TimeoutError) derive from it.
+// DistError(RuntimeError), as torch.distributed.DistError; MismatchError and
+// DistTimeoutError (also a builtin TimeoutError) derive from it.
+void register_dist_errors(nb::module_& d) {
   g_dist_error = PyErr_NewExceptionWithDoc("scatterx._C.dist.DistError",
                                            "A collective failed across ranks (as torch.distributed.DistError).",
                                            PyExc_RuntimeError, nullptr);
@@ -219,7 +214,10 @@ void register_dist(nb::module_& m) {
       PyErr_SetString(g_timeout_error, e.what());
     }
   });
+}
 
+// ReduceOp, Communicator (with its options) and Work.
+void register_communicator(nb::module_& d) {
   // From dist's list; _C.dist.reduce_op_name gives torch's spelling ("sum", "product", ...).
   nb::enum_<dist::ReduceOp> reduce_op(d, "ReduceOp", "Reductions of the collectives (torch.distributed.ReduceOp).");
 #define SCATTERX_PY_REDUCE_OP(name, str) reduce_op.value(#name, dist::ReduceOp::name);
@@ -292,9 +290,10 @@ void register_dist(nb::module_& m) {
       .def("wait", &PyWork::wait,
            "Blocks (GIL released) until the collective finished; raises its error, if any. Returns True.")
       .def("is_completed", &PyWork::is_completed, "True once the collective finished; never blocks.");
+}
 
-  // ---- collectives: the synchronous form, and *_async returning a Work ----
-
+// The collectives: the synchronous form, and *_async returning a Work.
+void register_collectives(nb::module_& d) {
   using dist::Communicator;
   using Outs = std::vector<OutArray>;
   using Ins = std::vector<InArray>;
@@ -335,4 +334,14 @@ void register_dist(nb::module_& m) {
       },
       nb::arg("input"), nb::arg("send_splits"), nb::arg("comm"), nb::arg("framework"),
       "send_splits[i] rows of input go to rank i; returns (the received rows in rank order, the rows per rank).");
+}
+
+}  // namespace
+
+void register_dist(nb::module_& m) {
+  nb::module_ d = m.def_submodule(
+      "dist", "scatterx's distributed layer over MPI (see scatterx.distributed for the torch.distributed-style API)");
+  register_dist_errors(d);
+  register_communicator(d);
+  register_collectives(d);
 }

@@ -50,12 +50,8 @@ scatterx::Scalar scalar_of(const nb::handle& value, const char* op, const char* 
 
 Reduce reduce_of(const std::string& name, const char* op) { return scatterx::reduce_from_name(name, op); }
 
-}  // namespace
-
-NB_MODULE(_C, m) {
-  m.doc() = "scatterx's compiled core: local ops on DLPack arrays (see the scatterx package for the API)";
-  m.attr("__version__") = SCATTERX_VERSION;
-
+// scatterx's errors as Python's: IndexError, TypeError (dtypes), ValueError (arguments), RuntimeError.
+void register_errors(nb::module_& m) {
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
@@ -69,13 +65,10 @@ NB_MODULE(_C, m) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
   });
+}
 
-  nb::enum_<Framework>(m, "Framework")
-      .value("NumPy", Framework::NumPy)
-      .value("Torch", Framework::Torch)
-      .value("CuPy", Framework::CuPy);
-
-  // The CUDA backend's controls (ops/cuda.h); scatterx/cuda.py wraps them.
+// The CUDA backend's controls (ops/cuda.h); scatterx/cuda.py wraps them.
+void register_cuda_controls(nb::module_& m) {
   m.def("cuda_is_built", &scatterx::cuda::is_built, "Whether this build has the CUDA backend.");
   m.def("cuda_device_count", &scatterx::cuda::device_count, "CUDA devices visible (0 without the backend).");
   m.def(
@@ -91,7 +84,10 @@ NB_MODULE(_C, m) {
       [](int path) { scatterx::cuda::set_scatter_path(static_cast<scatterx::cuda::ScatterPath>(path)); },
       nb::arg("path"), "0 auto, 1 atomic, 2 sorted (scatterx.cuda.set_scatter_path checks the name).");
   m.def("cuda_scatter_path", [] { return static_cast<int>(scatterx::cuda::scatter_path()); });
+}
 
+// gather and index_select, returning a new array or writing `out`.
+void register_gather_ops(nb::module_& m) {
   m.def(
       "gather",
       [](const InArray& input, int64_t dim, const InArray& index, Framework fw) {
@@ -131,7 +127,10 @@ NB_MODULE(_C, m) {
         without_gil([&] { scatterx::index_select_out(o, in, dim, idx); });
       },
       nb::arg("out"), nb::arg("input"), nb::arg("dim"), nb::arg("index"), "index_select into `out`.");
+}
 
+// scatter_, scatter_add_, scatter_reduce_ and scatter_ of a value, in place or not.
+void register_scatter_ops(nb::module_& m) {
   // scatter_, scatter_add_, scatter_reduce_ (kind "scatter", "scatter_add",
   // "scatter_reduce"): in place when `in_place`, else a new array is returned.
   m.def(
@@ -186,7 +185,10 @@ NB_MODULE(_C, m) {
       },
       nb::arg("self"), nb::arg("dim"), nb::arg("index"), nb::arg("value"), nb::arg("reduce"), nb::arg("in_place"),
       nb::arg("framework"), "scatter_(dim, index, value, reduce=...) or its out-of-place form.");
+}
 
+// index_add_, index_add_weighted_ and index_reduce_, in place or not.
+void register_index_ops(nb::module_& m) {
   m.def(
       "index_add",
       [](const InArray& self, int64_t dim, const InArray& index, const InArray& source, const nb::handle& alpha,
@@ -240,8 +242,25 @@ NB_MODULE(_C, m) {
       },
       nb::arg("self"), nb::arg("dim"), nb::arg("index"), nb::arg("source"), nb::arg("reduce"), nb::arg("include_self"),
       nb::arg("in_place"), nb::arg("framework"), "index_reduce_ or index_reduce.");
+}
+
+}  // namespace
+
+NB_MODULE(_C, m) {
+  m.doc() = "scatterx's compiled core: local ops on DLPack arrays (see the scatterx package for the API)";
+  m.attr("__version__") = SCATTERX_VERSION;
+  register_errors(m);
+  nb::enum_<Framework>(m, "Framework")
+      .value("NumPy", Framework::NumPy)
+      .value("Torch", Framework::Torch)
+      .value("CuPy", Framework::CuPy);
+
+  register_cuda_controls(m);
+  register_gather_ops(m);
+  register_scatter_ops(m);
+  register_index_ops(m);
 
 #if SCATTERX_PY_WITH_DIST
-  register_dist(m);  // after the translator above, so that the dist errors' own translator is tried first
+  register_dist(m);  // after register_errors' translator, so that the dist errors' own translator is tried first
 #endif
 }
