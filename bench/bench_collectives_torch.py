@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scatterx.distributed vs torch.distributed (gloo) on the CPU: the collectives of bench/bench_collectives.cpp.
+"""scatterx.distributed vs torch.distributed (gloo) on the CPU: the collectives of bench/collectives/ (C++).
 
 Run under MPI (scatterx takes its world from the launcher; gloo's rendezvous uses the same ranks)::
 
