@@ -1,5 +1,3 @@
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +6,7 @@
 #include <vector>
 
 #include "dist/internal.h"
+#include "dist/shm_transport.h"
 #include "ops/runtime/knobs.h"
 
 namespace scatterx::dist {
@@ -89,7 +88,8 @@ const char* reduce_op_name(ReduceOp op) {
   return "unknown";
 }
 
-Communicator::State::State(MPI_Comm owned, bool threaded_mpi) : comm(owned), threaded(threaded_mpi) {
+Communicator::State::State(MPI_Comm owned, bool threaded_mpi)
+    : comm(owned), threaded(threaded_mpi), shm(std::make_unique<ShmTransport>()) {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   // Errors come back as return codes, which check_mpi turns into exceptions.
@@ -98,15 +98,9 @@ Communicator::State::State(MPI_Comm owned, bool threaded_mpi) : comm(owned), thr
   checks = default_checks();
 }
 
-void Communicator::State::unmap_shm() {
-  if (shm_base != nullptr) munmap(shm_base, shm_bytes);
-  shm_base = nullptr;
-  staging.clear();
-}
-
 Communicator::State::~State() {
   stop_worker();
-  unmap_shm();
+  shm.reset();
   if (comm != MPI_COMM_NULL && !mpi_finalized() && !broken) MPI_Comm_free(&comm);
 }
 
