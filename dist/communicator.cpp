@@ -1,5 +1,3 @@
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -9,6 +7,7 @@
 #include <vector>
 
 #include "dist/internal.h"
+#include "dist/shm_transport.h"
 #include "ops/runtime/knobs.h"
 
 namespace scatterx::dist {
@@ -161,7 +160,11 @@ const char* reduce_op_name(ReduceOp op) {
 }
 
 Communicator::State::State(MPI_Comm owned, bool threaded_mpi, const CommunicatorOptions& settings)
-    : comm(owned), chunk_bytes(*settings.chunk_bytes), shared_memory(*settings.shared_memory), threaded(threaded_mpi) {
+    : comm(owned),
+      chunk_bytes(*settings.chunk_bytes),
+      shared_memory(*settings.shared_memory),
+      threaded(threaded_mpi),
+      shm(std::make_unique<ShmTransport>()) {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   // Errors come back as return codes, which check_mpi turns into exceptions.
@@ -170,15 +173,9 @@ Communicator::State::State(MPI_Comm owned, bool threaded_mpi, const Communicator
   checks = *settings.checks;
 }
 
-void Communicator::State::unmap_shm() {
-  if (shm_base != nullptr) munmap(shm_base, shm_bytes);
-  shm_base = nullptr;
-  staging.clear();
-}
-
 Communicator::State::~State() {
   stop_worker();
-  unmap_shm();
+  shm.reset();
   if (comm != MPI_COMM_NULL && !mpi_finalized() && !broken) MPI_Comm_free(&comm);
 }
 

@@ -8,7 +8,7 @@
 //           host copy before its send, a host to device copy after its
 //           receive, queued on the caller's stream so that the copies of one
 //           chunk overlap the messages of the others.
-// The reduce-scatter is collectives.cpp's pipelined ring (same pieces, same
+// The reduce-scatter is ring.cpp's pipelined ring (same pieces, same
 // fold order, so the same bits as the CPU ring); the all-gather sends each
 // chunk of this rank's block straight to every peer (a ring would forward
 // chunks out of receive slots, and slots held for forwarding can deadlock a

@@ -11,6 +11,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -29,9 +30,19 @@ struct Work::State {
   void finish(std::exception_ptr e);
 };
 
-// Collectives take data tags from a cycle of this many (see the tag layout
-// in collectives.cpp); consecutive collectives never share a tag.
+// Collectives take data tags from a cycle of this many; consecutive
+// collectives never share a tag.
 constexpr int kTagCycle = 8000;
+// Tag layout, all below 32767 (the least MPI_TAG_UB the standard allows):
+// data messages [0, kTagCycle) (State::next_tag); the metadata exchange;
+// all_reduce's all-gather phase and the shared-memory path's "slot free"
+// notes, each offset from the collective's data tag.
+constexpr int kMetaTag = kTagCycle;
+constexpr int kAllGatherTagOffset = kTagCycle + 1;
+constexpr int kShmFreeTagOffset = 2 * kTagCycle + 1;
+static_assert(kShmFreeTagOffset + kTagCycle <= 32767, "tags must stay below the least MPI_TAG_UB");
+
+struct ShmTransport;  // dist/shm_transport.h
 
 struct Communicator::State {
   MPI_Comm comm = MPI_COMM_NULL;
@@ -41,7 +52,12 @@ struct Communicator::State {
   // may change later (set_timeout, set_checks), the others are fixed.
   std::atomic<double> timeout_s{600.0};
   std::atomic<bool> checks{false};
+  // The rings' pipelining granule: small enough that the reduction of one
+  // chunk overlaps the transfer of the next, large enough to keep the
+  // per-message cost small (512 KiB by default: the best of 128 KiB .. 2 MiB
+  // for 16 and 64 MiB with 2 ranks on the development machine).
   int64_t chunk_bytes = 0;
+  // Whether reduce-scatters try the shared-memory segment (shm_transport.h).
   bool shared_memory = false;
   // Every rank calls collectives in the same order, so this counter agrees
   // across ranks; each collective's messages carry a tag made from it.
@@ -63,22 +79,10 @@ struct Communicator::State {
   bool threaded = true;  // MPI_THREAD_MULTIPLE: async forms use the thread
 
   // All ranks on one host: reduce-scatters fold their peers' chunks straight
-  // out of a shared staging segment instead of receiving copies (see
-  // shm_reduce_scatter in collectives.cpp). Mapped on first use; each rank
-  // unmaps its view alone, in the destructor.
-  int shm_state = 0;  // 0 not tried, 1 usable, -1 not usable
-  char* shm_base = nullptr;
-  size_t shm_bytes = 0;
-  std::vector<char*> staging;  // by rank: that rank's staging area in the segment
-  int64_t slot_bytes = 0;
-  // By peer: the cost of this rank's copies into the peer's slots, plain
-  // and non-temporal (write_slot in collectives.cpp).
-  struct SlotWriter {
-    double ns_per_byte[2] = {0, 0};  // running means of recent copies; 0: none yet
-    uint64_t copies = 0;             // since both were measured
-  };
-  std::vector<SlotWriter> slot_writers;
-  void unmap_shm();
+  // out of a shared staging segment instead of receiving copies
+  // (dist/shm_transport.h). Mapped on first use; each rank unmaps its view
+  // alone, in the destructor.
+  std::unique_ptr<ShmTransport> shm;
 
   // `settings` has every field set.
   State(MPI_Comm owned, bool threaded_mpi, const CommunicatorOptions& settings);
@@ -156,6 +160,10 @@ void for_each_chunk(int64_t len, int64_t chunk, F&& f) {
     if (len == 0) break;
   }
 }
+
+// Called for each finished chunk of a reduce-scatter's output (element
+// offsets), in order, as soon as it is final.
+using ChunkDone = std::function<void(int64_t begin, int64_t len)>;
 
 // What a reduce-scatter ring receives from its left neighbour, in order:
 // step s (1 <= s < ws) carries the partial of block rank - s - 1 (s

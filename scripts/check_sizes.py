@@ -50,7 +50,7 @@ def functions(text):
                 kind = "scope"
             elif re.search(r"\b(class|struct|union|enum)\b[^()]*$", head):
                 kind = "scope"
-            elif re.search(r"\)[\w\s]*:[^{]*\w\s*$", head):
+            elif re.search(r"\)[\w\s]*:(?:[^{}]|\{[^{}]*\})*\w\s*$", head):
                 kind = "member init"  # Foo() : x{1}, ... { : the braces of an initializer
             elif ")" in head and not re.search(r"=\s*$", head):
                 kind = "function"
@@ -61,7 +61,8 @@ def functions(text):
                 m = re.search(r"([~\w:<>]+)\s*\([^;]*$", head, re.S)
                 name = m.group(1) if m else "?"
             stack.append((kind, line, name))
-            head_start = i + 1
+            if kind != "member init":
+                head_start = i + 1
         elif c == "}":
             kind = ""
             if stack:

@@ -1,0 +1,66 @@
+// all_reduce (dist.h), sync and async: a reduce-scatter in place, then an
+// all-gather of the reduced blocks, on the host (ring.h) or the device
+// (device.h).
+#include <algorithm>
+#include <vector>
+
+#include "dist/arg_checks.h"
+#include "dist/device.h"
+#include "dist/launch.h"
+#include "dist/p2p.h"
+#include "dist/ring.h"
+#include "dist/staging.h"
+
+namespace scatterx::dist {
+
+static Work all_reduce_impl(const TensorView& tensor, ReduceOp reduce_op, const Communicator& comm, bool async) {
+  const char* op = "all_reduce";
+  const int ws = comm.size();
+  auto check = [&] {
+    check_output(op, "tensor", tensor);
+    check_reduce_op(op, reduce_op, tensor.dtype());
+    return dense_meta(tensor, ws, static_cast<int64_t>(reduce_op));
+  };
+  Body body = [tensor, reduce_op, op](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
+    if (metas) {
+      agree_on_tensor(*metas, op, "tensor", true);
+      agree_on_reduce_op(*metas, op);
+    }
+    const Blocks blocks = Blocks::even(tensor.numel(), s.size);
+    const int64_t es = tensor.element_size();
+    const Reduce reduce = local_reduce(reduce_op);
+    const int64_t count = mean_count(reduce_op, s.size);
+    const DeviceRoute route = device_route(tensor, op);
+    StagedOutput buf(route, tensor, true);
+    // Reduce-scatter in place: block `rank` of the tensor receives the
+    // result, and the other blocks are only read until the all-gather
+    // overwrites them. The all-gather's messages have their own tag.
+    char* mine = buf.data() + blocks.offset[static_cast<size_t>(s.rank)] * es;
+    const int gather_tag = tag + kAllGatherTagOffset;
+    if (route) {
+      // Each phase pipelines its own chunks.
+      device_ring_reduce_scatter(s, w, tag, route, buf.data(), mine, blocks, tensor.dtype(), reduce, count, op);
+      device_all_gather(s, w, gather_tag, route, buf.data(), blocks, es, op);
+    } else {
+      // Each reduced chunk of this rank's block leaves as soon as the
+      // reduce-scatter finished it, so the two phases overlap.
+      const int64_t chunk = std::max<int64_t>(1, s.chunk_bytes / es);
+      RingAllGather ag(s, w, gather_tag, buf.data(), blocks, es, chunk, op);
+      host_reduce_scatter(s, w, tag, buf.data(), mine, blocks, tensor.dtype(), reduce, count, op,
+                          [&](int64_t begin, int64_t len) { ag.send_own(mine, begin, len); });
+      ag.finish();
+    }
+    buf.commit();
+  };
+  return launch(comm, op, async, false, check, std::move(body));
+}
+
+Work all_reduce_async(const TensorView& tensor, ReduceOp reduce_op, const Communicator& comm) {
+  return all_reduce_impl(tensor, reduce_op, comm, true);
+}
+
+void all_reduce(const TensorView& tensor, ReduceOp op, const Communicator& comm) {
+  all_reduce_impl(tensor, op, comm, false).wait();
+}
+
+}  // namespace scatterx::dist

@@ -1,0 +1,45 @@
+// Point-to-point messages (p2p.h): long messages in pieces below MPI's int
+// count, and the pipelining granule read once from the environment.
+#include "dist/p2p.h"
+
+#include <algorithm>
+
+#include "dist/internal.h"
+
+namespace scatterx::dist {
+
+namespace {
+
+// Calls post(piece, count, &request) for the pieces of at most
+// kMaxMessageBytes that make up `bytes` at data (one, empty, when bytes is 0).
+template <typename Byte, typename Post>
+void post_pieces(Byte* data, int64_t bytes, std::vector<MPI_Request>& out, Post&& post) {
+  do {
+    const int64_t piece = std::min(bytes, kMaxMessageBytes);
+    MPI_Request r;
+    post(data, static_cast<int>(piece), &r);
+    out.push_back(r);
+    data += piece;
+    bytes -= piece;
+  } while (bytes > 0);
+}
+
+}  // namespace
+
+void post_send(const char* data, int64_t bytes, int peer, int tag, MPI_Comm comm, std::vector<MPI_Request>& out,
+               const char* op) {
+  post_pieces(data, bytes, out, [&](const char* piece, int count, MPI_Request* r) {
+    check_mpi(MPI_Isend(piece, count, MPI_BYTE, peer, tag, comm, r), op, "MPI_Isend");
+  });
+}
+
+void post_recv(char* data, int64_t bytes, int peer, int tag, MPI_Comm comm, std::vector<MPI_Request>& out,
+               const char* op) {
+  post_pieces(data, bytes, out, [&](char* piece, int count, MPI_Request* r) {
+    check_mpi(MPI_Irecv(piece, count, MPI_BYTE, peer, tag, comm, r), op, "MPI_Irecv");
+  });
+}
+
+std::string rank_name(int r) { return detail::concat("rank ", r); }
+
+}  // namespace scatterx::dist

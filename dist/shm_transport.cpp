@@ -1,0 +1,301 @@
+// The shared-memory transport (shm_transport.h): mapping the segment, writing
+// a slot (plainly or with non-temporal stores, chosen by timing the copies),
+// and the reduce-scatter through the slots.
+#include "dist/shm_transport.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "dist/p2p.h"
+#include "ops/runtime/combine.h"
+#include "ops/runtime/knobs.h"
+#include "ops/runtime/stream_copy.h"
+
+namespace scatterx::dist {
+
+namespace {
+
+// Staging slots per (sender, receiver) pair, and the largest world size the
+// shared-memory path serves (the segment holds ws * kShmSlots slots per rank).
+constexpr int kShmSlots = 4;
+constexpr int kShmMaxRanks = 8;
+
+// ---- mapping the segment ----------------------------------------------------------
+
+// An empty message to and from every peer, so that a missing rank times out
+// here instead of hanging in the blocking collective calls of shm_ready.
+void handshake(Communicator::State& s, Waiter& w, const char* op) {
+  std::vector<MPI_Request> reqs;
+  std::vector<char> sink(static_cast<size_t>(s.size));
+  for (int p = 0; p < s.size; ++p) {
+    if (p == s.rank) continue;
+    post_recv(&sink[static_cast<size_t>(p)], 0, p, kMetaTag, s.comm, reqs, op);
+    post_send(&sink[static_cast<size_t>(s.rank)], 0, p, kMetaTag, s.comm, reqs, op);
+  }
+  w.wait_all(static_cast<int>(reqs.size()), reqs.data(), "every rank (shared-memory setup)");
+}
+
+// Rank 0's part: creates a segment of `bytes` under a fresh name (written to
+// `name`); false when it could not.
+bool create_segment(char (&name)[64], size_t bytes) {
+  static std::atomic<unsigned> serial{0};
+  std::snprintf(name, sizeof name, "/scatterx-%ld-%u", static_cast<long>(getpid()), serial++);
+  const int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) return false;
+  // posix_fallocate rather than ftruncate: a full /dev/shm must show
+  // here, not as a SIGBUS when a page is first touched.
+  const bool created = posix_fallocate(fd, 0, static_cast<off_t>(bytes)) == 0;
+  close(fd);
+  if (!created) shm_unlink(name);
+  return created;
+}
+
+}  // namespace
+
+void ShmTransport::unmap() {
+  if (base != nullptr) munmap(base, bytes);
+  base = nullptr;
+  staging.clear();
+}
+
+// Called only after a point-to-point handshake, so that a missing rank
+// times out instead of hanging in the blocking calls below.
+//
+// A POSIX shared-memory segment rather than an MPI window: freeing a window
+// is collective (Open MPI's holds a barrier), and communicators die at
+// different times on different ranks, so windows left to MPI_Finalize get
+// freed in different orders and deadlock. A segment is unlinked as soon as
+// every rank has mapped it and each rank unmaps its view alone.
+bool shm_ready(Communicator::State& s, Waiter& w, const char* op) {
+  ShmTransport& t = *s.shm;
+  if (t.state != 0) return t.state > 0;
+  handshake(s, w, op);
+  auto agree = [&](int mine) {
+    int all = 0;
+    check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, s.comm), op, "MPI_Allreduce");
+    return all != 0;
+  };
+  int ok = s.shared_memory && s.size > 1 && s.size <= kShmMaxRanks ? 1 : 0;
+  MPI_Comm node = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(s.comm, MPI_COMM_TYPE_SHARED, s.rank, MPI_INFO_NULL, &node) != MPI_SUCCESS) ok = 0;
+  int node_size = 0;
+  if (node != MPI_COMM_NULL) {
+    MPI_Comm_size(node, &node_size);
+    MPI_Comm_free(&node);
+  }
+  if (node_size != s.size) ok = 0;
+  if (!agree(ok)) {
+    t.state = -1;
+    return false;
+  }
+  t.slot_bytes = std::max<int64_t>(64, (s.chunk_bytes + 63) / 64 * 64);
+  const int64_t segment = static_cast<int64_t>(s.size) * kShmSlots * t.slot_bytes;
+  t.bytes = static_cast<size_t>(segment * s.size);
+
+  // Rank 0 creates the segment and sends its name along.
+  char name[64] = {};
+  int created = s.rank == 0 && create_segment(name, t.bytes) ? 1 : 0;
+  check_mpi(MPI_Bcast(&created, 1, MPI_INT, 0, s.comm), op, "MPI_Bcast");
+  if (!created) {
+    t.state = -1;
+    return false;
+  }
+  check_mpi(MPI_Bcast(name, sizeof name, MPI_CHAR, 0, s.comm), op, "MPI_Bcast");
+  ok = 0;
+  const int fd = shm_open(name, O_RDWR, 0600);
+  if (fd >= 0) {
+    void* base = mmap(nullptr, t.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (base != MAP_FAILED) {
+      t.base = static_cast<char*>(base);
+      ok = 1;
+    }
+  }
+  const bool all_mapped = agree(ok);
+  if (s.rank == 0) shm_unlink(name);  // every rank holds its mapping (or gave up)
+  if (!all_mapped) {
+    t.unmap();
+    t.state = -1;
+    return false;
+  }
+  t.staging.resize(static_cast<size_t>(s.size));
+  for (int q = 0; q < s.size; ++q) t.staging[static_cast<size_t>(q)] = t.base + segment * q;
+  t.slot_writers.assign(static_cast<size_t>(s.size), {});
+  t.state = 1;
+  return true;
+}
+
+namespace {
+
+// ---- writing a slot ------------------------------------------------------------------
+//
+// A slot is written by one core and read by another right after. While the
+// two cores share a cache its lines go from cache to cache, and a plain copy
+// is the fast way to write it. When they sit on different dies or sockets,
+// where a VM's vCPUs can land and move between while a job runs, each line
+// crosses the machine twice (the writer takes it from the reader's cache to
+// write it, the reader takes it back): on this project's 2-vCPU machine the
+// 16 MiB reduce-scatter took 1.5 ms one minute and 3.4 to 3.8 ms the next.
+// A copy with non-temporal stores sends the lines to memory instead: much
+// cheaper then (1.5 ms), but when the cores are close it makes the reader
+// fetch from memory what a neighbouring cache would have served (2.0 ms).
+//
+// A probe of the cores' distance (a cache line bounced between the ranks)
+// could not tell the two cases apart in the middle of heavy traffic, but the
+// plain copy's own time can: with the cores far apart it costs 4 to 6 times
+// a non-temporal copy, with them close about the same (the writer does not
+// see the reader's extra cost). So a rank times its copies into each peer's
+// slots, streams only while plain copies cost kFarCopyRatio times as much,
+// and keeps both costs current by copying the other way now and then.
+
+// Slots smaller than this are copied plainly and untimed (too short to time).
+constexpr int64_t kTimedSlotBytes = int64_t{64} << 10;
+constexpr double kFarCopyRatio = 3;
+// One copy in this many goes the other way, since the vCPUs can move within
+// seconds: often while copying plainly (a non-temporal trial costs little),
+// rarely while streaming (a plain trial with the cores apart costs 5 times a
+// copy, for the writer and again for the reader).
+constexpr uint64_t kStreamingTrialEvery = 32;
+constexpr uint64_t kPlainTrialEvery = 128;
+
+// SCATTERX_DIST_SHM_STREAM: unset, choose by the timings; 0, always plain
+// copies; 1, always non-temporal.
+int forced_slot_streaming() {
+  static const int forced = [] {
+    const std::string way = detail::knob_choice(detail::Knob::DistShmStream);
+    return way == "auto" ? -1 : way == "1" ? 1 : 0;
+  }();
+  return forced;
+}
+
+void write_slot(ShmTransport::SlotWriter& writer, char* slot, const char* from, int64_t bytes) {
+  auto copy = [&](bool streaming) {
+    if (streaming) {
+      detail::copy_streaming(slot, from, bytes);
+      detail::streaming_store_fence();  // before the peer is told
+    } else {
+      std::memcpy(slot, from, static_cast<size_t>(bytes));
+    }
+  };
+  const int forced = forced_slot_streaming();
+  if (forced >= 0 || bytes < kTimedSlotBytes) {
+    copy(forced == 1);
+    return;
+  }
+  double* cost = writer.ns_per_byte;  // [plain, streaming]
+  bool streaming;
+  if (cost[0] == 0 || cost[1] == 0) {
+    streaming = cost[0] != 0;  // measure each way once, plain first
+  } else {
+    streaming = cost[0] > kFarCopyRatio * cost[1];
+    if (++writer.copies % (streaming ? kPlainTrialEvery : kStreamingTrialEvery) == 0) streaming = !streaming;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  copy(streaming);
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  const double sample = std::max(ns, 1.0) / static_cast<double>(bytes);
+  double& mean = cost[streaming ? 1 : 0];
+  mean = mean == 0 ? sample : (mean + sample) / 2;
+}
+
+// ---- the reduce-scatter ----------------------------------------------------------------
+
+// Waits for an empty message (a "ready" or "free" note) from `peer`.
+void wait_note(Communicator::State& s, Waiter& w, int peer, int tag, const char* op) {
+  char note = 0;
+  MPI_Request req;
+  check_mpi(MPI_Irecv(&note, 0, MPI_BYTE, peer, tag, s.comm, &req), op, "MPI_Irecv");
+  w.wait(req, rank_name(peer));
+}
+
+}  // namespace
+
+// Rank q copies chunk c of its block p into its staging slot (p, c %
+// kShmSlots) and tells p; p folds every rank's chunk c of block p (its own
+// from src, the others straight out of their slots, in rank order) into out
+// and tells each sender the slot is free.
+void shm_reduce_scatter(Communicator::State& s, Waiter& w, int tag, const char* src, char* out, const Blocks& blocks,
+                        DType dtype, Reduce reduce, int64_t mean_count, const char* op, int64_t chunk,
+                        const ChunkDone& on_done) {
+  ShmTransport& t = *s.shm;
+  const int ws = s.size;
+  const int r = s.rank;
+  const int64_t es = element_size(dtype);
+  const int free_tag = tag + kShmFreeTagOffset;
+  auto n_chunks = [&](int b) {
+    const int64_t len = blocks.length[static_cast<size_t>(b)];
+    return len == 0 ? int64_t{1} : (len + chunk - 1) / chunk;
+  };
+  auto slot = [&](int sender, int receiver, int64_t c) {
+    return t.staging[static_cast<size_t>(sender)] +
+           (static_cast<int64_t>(receiver) * kShmSlots + c % kShmSlots) * t.slot_bytes;
+  };
+  int64_t rounds = 0;
+  for (int b = 0; b < ws; ++b) rounds = std::max(rounds, n_chunks(b));
+  std::vector<MPI_Request> signals;  // "ready" and "free" notes in flight
+  char note = 0;
+  for (int64_t c = 0; c < rounds; ++c) {
+    // Produce: chunk c of every peer's block, once that slot was freed.
+    for (int i = 1; i < ws; ++i) {
+      const int p = mod(r + i, ws);
+      if (c >= n_chunks(p)) continue;
+      if (c >= kShmSlots) wait_note(s, w, p, free_tag, op);
+      const int64_t begin = c * chunk;
+      const int64_t len = std::min(chunk, blocks.length[static_cast<size_t>(p)] - begin);
+      if (len > 0)
+        write_slot(t.slot_writers[static_cast<size_t>(p)], slot(r, p, c),
+                   src + (blocks.offset[static_cast<size_t>(p)] + begin) * es, len * es);
+      std::atomic_thread_fence(std::memory_order_release);
+      post_send(&note, 0, p, tag, s.comm, signals, op);
+    }
+    // Consume: chunk c of this rank's block from everyone.
+    if (c < n_chunks(r)) {
+      const int64_t begin = c * chunk;
+      const int64_t len = std::min(chunk, blocks.length[static_cast<size_t>(r)] - begin);
+      const char* own = src + (blocks.offset[static_cast<size_t>(r)] + begin) * es;
+      char* dst = out + begin * es;
+      for (int q = 0; q < ws; ++q) {
+        if (q != r) {
+          wait_note(s, w, q, tag, op);
+          std::atomic_thread_fence(std::memory_order_acquire);
+        }
+      }
+      // Own values first (out may be own's memory, as in all_reduce), then
+      // the other ranks' in rank order.
+      bool first = true;
+      for (int q = 0; q < ws; ++q) {
+        if (q == r) continue;
+        const bool last = q == ws - 1 || (q == ws - 2 && r == ws - 1);
+        detail::combine_cpu(dst, first ? own : dst, slot(q, r, c), len, dtype, reduce, last ? mean_count : 0, op);
+        first = false;
+      }
+      for (int q = 0; q < ws; ++q) {
+        if (q != r) post_send(&note, 0, q, free_tag, s.comm, signals, op);
+      }
+      if (on_done) on_done(begin, len);
+    }
+    // Completed notes need no further attention; keep the list short.
+    if (signals.size() > 64) {
+      w.wait_all(static_cast<int>(signals.size()), signals.data(), "the other ranks");
+      signals.clear();
+    }
+  }
+  // The last kShmSlots "free" notes of each peer are still to be received,
+  // so that the next collective starts with every slot free.
+  for (int i = 1; i < ws; ++i) {
+    const int p = mod(r + i, ws);
+    const int64_t owed = std::min<int64_t>(n_chunks(p), kShmSlots);
+    for (int64_t k = 0; k < owed; ++k) wait_note(s, w, p, free_tag, op);
+  }
+  w.wait_all(static_cast<int>(signals.size()), signals.data(), "the other ranks");
+}
+
+}  // namespace scatterx::dist

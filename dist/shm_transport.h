@@ -1,0 +1,57 @@
+// The shared-memory transport of the host reduce-scatter. When every rank of
+// a communicator is on one host, each rank copies its outgoing chunks into
+// its own slots of one shared segment and the receiving rank folds them
+// straight out of there: one copy of the outgoing data instead of MPI's copy
+// on each receive. Empty "ready" and "free" messages order the slots.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "dist/internal.h"
+#include "ops/dtype.h"
+#include "ops/reduce.h"
+
+namespace scatterx::dist {
+
+// Below this block size the point-to-point ring is as fast.
+constexpr int64_t kShmMinBlockBytes = int64_t{64} << 10;
+
+// A communicator's staging segment, as this rank sees it
+// (Communicator::State::shm).
+struct ShmTransport {
+  int state = 0;  // 0 not tried, 1 usable, -1 not usable
+  char* base = nullptr;
+  size_t bytes = 0;
+  std::vector<char*> staging;  // by rank: that rank's staging area in the segment
+  int64_t slot_bytes = 0;
+  // By peer: the cost of this rank's copies into the peer's slots, plain
+  // and non-temporal (write_slot in shm_transport.cpp).
+  struct SlotWriter {
+    double ns_per_byte[2] = {0, 0};  // running means of recent copies; 0: none yet
+    uint64_t copies = 0;             // since both were measured
+  };
+  std::vector<SlotWriter> slot_writers;
+
+  ShmTransport() = default;
+  ShmTransport(const ShmTransport&) = delete;
+  ShmTransport& operator=(const ShmTransport&) = delete;
+  ~ShmTransport() { unmap(); }
+  void unmap();
+};
+
+// Whether s.shm is usable, mapping the segment on first use: collective over
+// the communicator, so only called from a collective every rank is in; every
+// rank ends with the same verdict.
+bool shm_ready(Communicator::State& s, Waiter& w, const char* op);
+
+// Reduce-scatter through the segment (shm_ready must have said yes). `src`
+// is this rank's contribution (every block); out receives block `rank`
+// reduced over all ranks (out may be that block of src), in chunks of
+// `chunk` elements; `mean_count` > 0 divides at the end (avg).
+void shm_reduce_scatter(Communicator::State& s, Waiter& w, int tag, const char* src, char* out, const Blocks& blocks,
+                        DType dtype, Reduce reduce, int64_t mean_count, const char* op, int64_t chunk,
+                        const ChunkDone& on_done);
+
+}  // namespace scatterx::dist
