@@ -1,4 +1,4 @@
-// scatterx: tensor-indexing kernels (gather, scatter, index ops) with
+// scatterx: tensor-indexing kernels (gather, scatter, index and segment ops) with
 // PyTorch's semantics. Include this one header for the whole local API.
 #pragma once
 
@@ -9,5 +9,6 @@
 #include "ops/reduce.h"
 #include "ops/scalar.h"
 #include "ops/scatter/scatter.h"
+#include "ops/segment/segment.h"
 #include "ops/tensor.h"
 #include "ops/version.h"

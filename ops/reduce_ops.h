@@ -11,6 +11,13 @@
 // with start = include_self ? self : identity(), computed in acc_t<T> and
 // converted to T once. Every backend must produce exactly this.
 //
+// Amax and Amin also provide
+//   replaces(acc, value)  whether value takes the accumulator's place: it is
+//                         strictly better, or the first NaN. The arg forms
+//                         (ops/segment) fold with it, so the arg they report
+//                         is the first winner in index order and the value
+//                         equals combine's (up to which NaN it is).
+//
 // Semantics follow torch.scatter_reduce: integer sums and products wrap,
 // bool sum is "or" and bool prod is "and", amax/amin propagate NaN, integer
 // means floor, 16-bit floats accumulate in float. Reduce::None is a plain
@@ -168,6 +175,9 @@ struct ReduceOp<Reduce::Amax, A> {
   static SCATTERX_INLINE A identity() { return arith::lowest<A>(); }
   static SCATTERX_INLINE A combine(A acc, A value) { return arith::max(acc, value); }
   static SCATTERX_INLINE A finalize(A acc, int64_t) { return acc; }
+  static SCATTERX_INLINE bool replaces(A acc, A value) {
+    return arith::is_nan(value) ? !arith::is_nan(acc) : acc < value;
+  }
 };
 
 template <typename A>
@@ -175,6 +185,9 @@ struct ReduceOp<Reduce::Amin, A> {
   static SCATTERX_INLINE A identity() { return arith::highest<A>(); }
   static SCATTERX_INLINE A combine(A acc, A value) { return arith::min(acc, value); }
   static SCATTERX_INLINE A finalize(A acc, int64_t) { return acc; }
+  static SCATTERX_INLINE bool replaces(A acc, A value) {
+    return arith::is_nan(value) ? !arith::is_nan(acc) : value < acc;
+  }
 };
 
 // Whether finalize does anything: lets kernels skip counting hits.

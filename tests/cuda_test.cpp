@@ -714,5 +714,83 @@ TEST_F(CudaTest, DeterministicLongRowRunsRepeatExactly) {
   }
 }
 
+// ---------------------------------------------------------------- segment ops
+
+// segment_csr / segment_coo (and arg forms), scatter_arg_reduce, gather_csr
+// and gather_coo on the GPU against the CPU backend, bit for bit (both fold
+// each output in position order).
+class CudaSegment : public ::testing::TestWithParam<OpParam> {
+ protected:
+  void SetUp() override {
+    if (sxc::device_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  }
+};
+
+// Sorted values in [0, hi] per row of a [rows, len] contiguous position tensor (last value of the last row = hi).
+Buf sorted_positions(int64_t rows, int64_t len, DType dtype, Rng& rng, int64_t hi) {
+  return make_buf({rows, len}, dtype, kContiguous, rng, [&](const TensorView& v) {
+    visit_index_dtype(dtype, [&](auto tag) {
+      using I = typename decltype(tag)::type;
+      I* p = static_cast<I*>(v.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t i = 0; i < len; ++i) p[r * len + i] = static_cast<I>(rng.uniform(0, hi));
+        std::sort(p + r * len, p + (r + 1) * len);
+      }
+      if (rows * len > 0) p[rows * len - 1] = static_cast<I>(hi);
+    });
+  });
+}
+
+TEST_P(CudaSegment, MatchesTheCpuBackend) {
+  const OpParam& p = GetParam();
+  const bool arg = p.reduce == Reduce::Amax || p.reduce == Reduce::Amin;
+  run_cases(20, [&](Rng& rng, int) {
+    const int64_t rows = rng.uniform(1, 3);
+    const int64_t len = rng.uniform(0, 300);
+    const int64_t inner = rng.uniform(1, 70);
+    const int64_t segments = rng.uniform(0, 20);
+    Buf src = random_buf({rows, len, inner}, p.dtype, random_layout(rng, true), rng, value_options_for(p.reduce));
+    const Buf indptr = sorted_positions(rows, segments + 1, p.index_dtype, rng, len);
+    const Buf index = sorted_positions(rows, len, p.index_dtype, rng, segments);
+    const DeviceBuf dsrc = to_device(src);
+    const DeviceBuf dindptr = to_device(indptr);
+    const DeviceBuf dindex = to_device(index);
+    EXPECT_TRUE(same_values(to_host(scatterx::segment_csr(dsrc.view, dindptr.view, p.reduce)),
+                            scatterx::segment_csr(src.view, indptr.view, p.reduce)));
+    EXPECT_TRUE(same_values(to_host(scatterx::segment_coo(dsrc.view, dindex.view, p.reduce)),
+                            scatterx::segment_coo(src.view, index.view, p.reduce)));
+    if (arg) {
+      const auto want = scatterx::segment_csr_arg(src.view, indptr.view, p.reduce);
+      const auto got = scatterx::segment_csr_arg(dsrc.view, dindptr.view, p.reduce);
+      EXPECT_TRUE(same_values(to_host(got.values), want.values));
+      EXPECT_TRUE(same_values(to_host(got.args), want.args));
+      const Buf full = index_buf({rows, len, inner}, p.index_dtype, random_layout(rng, true), rng, 0, segments);
+      const DeviceBuf dfull = to_device(full);
+      const auto want_s = scatterx::scatter_arg_reduce(src.view, 1, full.view, p.reduce, segments + 1);
+      const auto got_s = scatterx::scatter_arg_reduce(dsrc.view, 1, dfull.view, p.reduce, segments + 1);
+      EXPECT_TRUE(same_values(to_host(got_s.values), want_s.values));
+      EXPECT_TRUE(same_values(to_host(got_s.args), want_s.args));
+    }
+    if (p.reduce == Reduce::Sum) {
+      const Buf rows_src = random_buf({rows, segments, inner}, p.dtype, random_layout(rng, true), rng);
+      const DeviceBuf drows = to_device(rows_src);
+      EXPECT_TRUE(same_values(to_host(scatterx::gather_csr(drows.view, dindptr.view)),
+                              scatterx::gather_csr(rows_src.view, indptr.view)));
+      if (len > 0) {
+        const Buf picks = index_buf({rows, 9}, p.index_dtype, random_layout(rng, true), rng, 0, len - 1);
+        const DeviceBuf dpicks = to_device(picks);
+        EXPECT_TRUE(same_values(to_host(scatterx::gather_coo(dsrc.view, dpicks.view)),
+                                scatterx::gather_coo(src.view, picks.view)));
+      }
+    }
+  });
+}
+INSTANTIATE_TEST_SUITE_P(Cuda, CudaSegment, ::testing::ValuesIn(make_params([] {
+                           ParamSpec spec;
+                           spec.reduces = {Reduce::Sum, Reduce::Prod, Reduce::Mean, Reduce::Amax, Reduce::Amin};
+                           return spec;
+                         }())),
+                         param_name);
+
 }  // namespace
 }  // namespace sxt

@@ -1,5 +1,6 @@
 #include "tests/reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -7,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "tests/test_util.h"
 
@@ -413,6 +415,176 @@ Tensor index_reduce(const TensorView& self, int64_t dim, const TensorView& index
     using I = typename decltype(itag)::type;
     return index_impl<T, I>(self, dim, index, source, reduce, include_self, nullptr);
   });
+}
+
+namespace {
+
+// The value of an int32/int64 view at coordinates c (trailing coordinates
+// beyond its rank ignored; a size-1 dim broadcasts).
+int64_t load_position(const TensorView& v, const int64_t* c) {
+  int64_t cc[kMaxDims];
+  for (int64_t d = 0; d < v.dim(); ++d) cc[d] = v.sizes()[d] == 1 ? 0 : c[d];
+  return visit_index_dtype(v.dtype(), [&](auto t) {
+    using I = typename decltype(t)::type;
+    return static_cast<int64_t>(load<I>(v, cc));
+  });
+}
+
+// The segment of indptr holding position e of the row at c (-1 if none).
+int64_t csr_row(const TensorView& indptr, const int64_t* c, int64_t e) {
+  const int64_t last = indptr.dim() - 1;
+  int64_t cc[kMaxDims];
+  std::memcpy(cc, c, sizeof(int64_t) * static_cast<size_t>(indptr.dim()));
+  for (int64_t n = 0; n + 1 < indptr.sizes()[last]; ++n) {
+    cc[last] = n;
+    const int64_t lo = load_position(indptr, cc);
+    cc[last] = n + 1;
+    const int64_t hi = load_position(indptr, cc);
+    if (lo <= e && e < hi) return n;
+  }
+  return -1;
+}
+
+// Every src element goes to out row row_of(c) (or nowhere when -1) of a
+// result shaped like src with size(dim) = num_out.
+template <typename T, typename RowOf>
+ValuesArgs fold_rows(const TensorView& src, int64_t dim, int64_t num_out, Reduce reduce, RowOf&& row_of) {
+  using A = AccT<T>;
+  Shape shape = src.sizes();
+  shape[dim] = num_out;
+  Tensor values = Tensor::empty(shape, src.dtype());
+  Tensor args = Tensor::empty(shape, DType::Int64);
+  const int64_t n = values.numel();
+  std::vector<A> acc(static_cast<size_t>(n), identity<A>(reduce == Reduce::Amax || reduce == Reduce::Amin ? Reduce::Sum : reduce));
+  std::vector<int64_t> count(static_cast<size_t>(n), 0);
+  std::vector<int64_t> first(static_cast<size_t>(n), src.sizes()[dim]);
+  // The output element of every src element (row-major), or -1.
+  std::vector<int64_t> target;
+  for_each_coord(src.sizes(), [&](const int64_t* c) {
+    const int64_t row = row_of(c);
+    int64_t oc[kMaxDims];
+    std::memcpy(oc, c, sizeof(int64_t) * static_cast<size_t>(src.dim()));
+    oc[dim] = row;
+    target.push_back(row < 0 ? -1 : element_offset(values, oc));
+  });
+  size_t p = 0;
+  for_each_coord(src.sizes(), [&](const int64_t* c) {
+    const int64_t o = target[p++];
+    if (o < 0) return;
+    const A v = static_cast<A>(load<T>(src, c));
+    acc[o] = count[o] == 0 && (reduce == Reduce::Amax || reduce == Reduce::Amin) ? v : combine<A>(reduce, acc[o], v);
+    ++count[o];
+  });
+  // The arg: the first element equal to the result (any NaN equals a NaN result).
+  p = 0;
+  for_each_coord(src.sizes(), [&](const int64_t* c) {
+    const int64_t o = target[p++];
+    if (o < 0) return;
+    if constexpr (!is_complex_type_v<A>) {
+      const A v = static_cast<A>(load<T>(src, c));
+      const bool equal = is_nan(acc[o]) ? is_nan(v) : v == acc[o];
+      if (equal && first[o] == src.sizes()[dim]) first[o] = c[dim];
+    }
+  });
+  T* pv = static_cast<T*>(values.data());
+  int64_t* pa = static_cast<int64_t*>(args.data());
+  for (int64_t o = 0; o < n; ++o) {
+    const bool empty_zero = count[o] == 0 && (reduce == Reduce::Amax || reduce == Reduce::Amin);
+    pv[o] = empty_zero ? T(0) : T(finalize<A>(reduce, acc[o], count[o] > 0 ? count[o] : 1));
+    pa[o] = first[o];
+  }
+  return {values, args};
+}
+
+int64_t max_plus_one(const TensorView& index) {
+  int64_t m = -1;
+  for_each_coord(index.sizes(), [&](const int64_t* c) { m = std::max(m, load_position(index, c)); });
+  return m + 1;
+}
+
+template <typename F>
+ValuesArgs with_dtype(DType dtype, F&& f) {
+  return visit_dtype(dtype, [&](auto tag) { return f(tag); });
+}
+
+}  // namespace
+
+ValuesArgs segment_csr_arg(const TensorView& src, const TensorView& indptr, Reduce reduce) {
+  const int64_t dim = indptr.dim() - 1;
+  const int64_t num_out = std::max<int64_t>(indptr.sizes()[dim] - 1, 0);
+  return with_dtype(src.dtype(), [&](auto tag) {
+    return fold_rows<typename decltype(tag)::type>(src, dim, num_out, reduce,
+                                                   [&](const int64_t* c) { return csr_row(indptr, c, c[dim]); });
+  });
+}
+
+Tensor segment_csr(const TensorView& src, const TensorView& indptr, Reduce reduce) {
+  return sxt::ref::segment_csr_arg(src, indptr, reduce).first;
+}
+
+ValuesArgs segment_coo_arg(const TensorView& src, const TensorView& index, Reduce reduce, int64_t dim_size) {
+  const int64_t dim = index.dim() - 1;
+  const int64_t num_out = dim_size >= 0 ? dim_size : max_plus_one(index);
+  return with_dtype(src.dtype(), [&](auto tag) {
+    return fold_rows<typename decltype(tag)::type>(src, dim, num_out, reduce,
+                                                   [&](const int64_t* c) { return load_position(index, c); });
+  });
+}
+
+Tensor segment_coo(const TensorView& src, const TensorView& index, Reduce reduce, int64_t dim_size) {
+  return sxt::ref::segment_coo_arg(src, index, reduce, dim_size).first;
+}
+
+ValuesArgs scatter_arg_reduce(const TensorView& src, int64_t dim, const TensorView& index, Reduce reduce,
+                              int64_t dim_size) {
+  const TensorView s = as_1d(src);
+  const TensorView i = as_1d(index);
+  dim = wrap_dim(dim, src.dim());
+  const int64_t num_out = dim_size >= 0 ? dim_size : max_plus_one(i);
+  return with_dtype(src.dtype(), [&](auto tag) {
+    return fold_rows<typename decltype(tag)::type>(s, dim, num_out, reduce,
+                                                   [&](const int64_t* c) { return load_position(i, c); });
+  });
+}
+
+Tensor gather_csr(const TensorView& src, const TensorView& indptr) {
+  const int64_t dim = indptr.dim() - 1;
+  int64_t out_len = 0;
+  if (src.numel() > 0) {
+    int64_t c[kMaxDims];
+    for (int64_t d = 0; d < indptr.dim(); ++d) c[d] = indptr.sizes()[d] - 1;
+    out_len = load_position(indptr, c);
+  }
+  Shape shape = src.sizes();
+  shape[dim] = out_len;
+  Tensor out = Tensor::zeros(shape, src.dtype());
+  const int64_t es = src.element_size();
+  for_each_coord(shape, [&](const int64_t* c) {
+    const int64_t n = csr_row(indptr, c, c[dim]);
+    if (n < 0) return;
+    int64_t sc[kMaxDims];
+    std::memcpy(sc, c, sizeof(int64_t) * static_cast<size_t>(shape.size()));
+    sc[dim] = n;
+    std::memcpy(static_cast<char*>(out.data()) + element_offset(out, c) * es,
+                static_cast<const char*>(src.data()) + element_offset(src, sc) * es, static_cast<size_t>(es));
+  });
+  return out;
+}
+
+Tensor gather_coo(const TensorView& src, const TensorView& index) {
+  const int64_t dim = index.dim() - 1;
+  Shape shape = src.sizes();
+  shape[dim] = index.sizes()[dim];
+  Tensor out = Tensor::zeros(shape, src.dtype());
+  const int64_t es = src.element_size();
+  for_each_coord(shape, [&](const int64_t* c) {
+    int64_t sc[kMaxDims];
+    std::memcpy(sc, c, sizeof(int64_t) * static_cast<size_t>(shape.size()));
+    sc[dim] = checked(load_position(index, c), src.sizes()[dim]);
+    std::memcpy(static_cast<char*>(out.data()) + element_offset(out, c) * es,
+                static_cast<const char*>(src.data()) + element_offset(src, sc) * es, static_cast<size_t>(es));
+  });
+  return out;
 }
 
 }  // namespace sxt::ref

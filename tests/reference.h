@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "scatterx.h"
 
@@ -41,5 +42,25 @@ scatterx::Tensor index_add_weighted(const scatterx::TensorView& self, int64_t di
 // torch.Tensor.index_reduce(dim, index, source, reduce, include_self).
 scatterx::Tensor index_reduce(const scatterx::TensorView& self, int64_t dim, const scatterx::TensorView& index,
                               const scatterx::TensorView& source, scatterx::Reduce reduce, bool include_self);
+
+// torch_scatter's segment ops, as ops/segment/segment.h states them: every
+// src element is sent to the output row its indptr segment / index value
+// names and folded there in position order. The *_arg forms also return the
+// position of the first element equal to the result (values, args).
+using ValuesArgs = std::pair<scatterx::Tensor, scatterx::Tensor>;
+scatterx::Tensor segment_csr(const scatterx::TensorView& src, const scatterx::TensorView& indptr,
+                             scatterx::Reduce reduce);
+ValuesArgs segment_csr_arg(const scatterx::TensorView& src, const scatterx::TensorView& indptr,
+                           scatterx::Reduce reduce);
+// dim_size < 0: max(index) + 1.
+scatterx::Tensor segment_coo(const scatterx::TensorView& src, const scatterx::TensorView& index,
+                             scatterx::Reduce reduce, int64_t dim_size);
+ValuesArgs segment_coo_arg(const scatterx::TensorView& src, const scatterx::TensorView& index,
+                           scatterx::Reduce reduce, int64_t dim_size);
+// index has src's shape.
+ValuesArgs scatter_arg_reduce(const scatterx::TensorView& src, int64_t dim, const scatterx::TensorView& index,
+                              scatterx::Reduce reduce, int64_t dim_size);
+scatterx::Tensor gather_csr(const scatterx::TensorView& src, const scatterx::TensorView& indptr);
+scatterx::Tensor gather_coo(const scatterx::TensorView& src, const scatterx::TensorView& index);
 
 }  // namespace sxt::ref

@@ -17,6 +17,8 @@
 
 namespace nb = nanobind;
 
+void register_segment_ops(nb::module_& m);  // segment_module.cpp
+
 #if SCATTERX_PY_WITH_DIST
 void register_dist(nb::module_& m);  // dist_module.cpp: the submodule _C.dist
 #endif
@@ -259,6 +261,7 @@ NB_MODULE(_C, m) {
   register_gather_ops(m);
   register_scatter_ops(m);
   register_index_ops(m);
+  register_segment_ops(m);
 
 #if SCATTERX_PY_WITH_DIST
   register_dist(m);  // after register_errors' translator, so that the dist errors' own translator is tried first

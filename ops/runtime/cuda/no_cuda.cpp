@@ -5,6 +5,7 @@
 #include "ops/gather/cuda/gather_cuda.h"
 #include "ops/runtime/cuda/runtime.h"
 #include "ops/scatter/cuda/scatter_cuda.h"
+#include "ops/segment/cuda/segment_cuda.h"
 
 namespace scatterx {
 
@@ -53,6 +54,8 @@ void finalize_mean(void*, int64_t, DType, int64_t, const char* op) { unavailable
 double check_index_bounds(const char* op, const TensorView&, int64_t, int64_t, bool) { unavailable(op); }
 void gather(const GatherArgs& args) { unavailable(args.op); }
 void scatter(const ScatterArgs& args) { unavailable(args.op); }
+void segment(const SegmentArgs& args) { unavailable(args.op); }
+void segment_gather(const SegmentGatherArgs& args) { unavailable(args.op); }
 
 }  // namespace detail::cuda
 }  // namespace scatterx

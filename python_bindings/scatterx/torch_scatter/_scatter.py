@@ -1,0 +1,101 @@
+"""scatter and scatter_{sum,add,mul,mean,min,max} with torch_scatter 2.1.2's signatures and semantics."""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import torch
+
+from .. import _C, _ops
+from ._common import _TORCH, broadcast, merge_arg_out, output_size, raw, refuse_grad, tensor
+
+
+def scatter_sum(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
+                dim_size: Optional[int] = None) -> torch.Tensor:
+    """Sums src into out at index along dim; a new zero-filled out (dim_size, or index.max() + 1) when none is given.
+
+    Differentiable in src when out is not given.
+    """
+    src, index = tensor(src), tensor(index)
+    index = broadcast(index, src, dim)
+    if out is None:
+        zeros = src.new_zeros(output_size(src, index, dim, dim_size))
+        return _ops.scatter_add(zeros, dim, index, src)
+    return _ops.scatter_add_(out, dim, index, src)
+
+
+def scatter_add(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
+                dim_size: Optional[int] = None) -> torch.Tensor:
+    """scatter_sum under its other name."""
+    return scatter_sum(src, index, dim, out, dim_size)
+
+
+def scatter_mul(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
+                dim_size: Optional[int] = None) -> torch.Tensor:
+    """Multiplies src into out (ones when none is given: an empty position is 1)."""
+    src, index = tensor(src), tensor(index)
+    refuse_grad("scatter_mul", src, out)
+    index = broadcast(index, src, dim)
+    if out is None:
+        ones = src.new_ones(output_size(src, index, dim, dim_size))
+        return _ops.scatter_reduce(ones, dim, index, src, "prod")
+    return _ops.scatter_reduce_(out, dim, index, src, "prod")
+
+
+def scatter_mean(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
+                 dim_size: Optional[int] = None) -> torch.Tensor:
+    """scatter_sum divided by the number of values each position got, clamped to at least 1 (so a given out's
+    own value counts for nothing and an empty position keeps it); integers divide with floor."""
+    src, index = tensor(src), tensor(index)
+    out = scatter_sum(src, index, dim, out, dim_size)
+    index_dim = dim + src.dim() if dim < 0 else dim
+    if index.dim() <= index_dim:
+        index_dim = index.dim() - 1
+    ones = torch.ones(index.size(), dtype=src.dtype, device=src.device)
+    count = scatter_sum(ones, index, index_dim, None, out.size(dim)).clamp_(min=1)
+    count = broadcast(count, out, dim)
+    if out.requires_grad:
+        return out / count if out.is_floating_point() else torch.div(out, count, rounding_mode="floor")
+    return out.div_(count, rounding_mode=None if out.is_floating_point() else "floor")
+
+
+def _scatter_arg(op: str, src, index, dim, out, dim_size, is_max: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    src, index = tensor(src), tensor(index)
+    refuse_grad(op, src, out)
+    index = broadcast(index, src, dim)
+    dim = dim + src.dim() if dim < 0 else dim
+    reduce = "amax" if is_max else "amin"
+    size = out.size(dim) if out is not None else (-1 if dim_size is None else dim_size)
+    values, args = _C.scatter_arg_reduce(raw(src, op, "src"), dim, raw(index, op, "index"), reduce, size, _TORCH)
+    if out is None:
+        return values, args
+    return merge_arg_out(out, values, args, src.size(dim), is_max)
+
+
+def scatter_min(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
+                dim_size: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(values, arg): the minimum sent to each position and the position along dim of src it came from (the
+    first in index order). An empty position gets 0 and arg src.size(dim); with out, out's value competes."""
+    return _scatter_arg("scatter_min", src, index, dim, out, dim_size, False)
+
+
+def scatter_max(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
+                dim_size: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(values, arg) as scatter_min, for the maximum."""
+    return _scatter_arg("scatter_max", src, index, dim, out, dim_size, True)
+
+
+def scatter(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
+            dim_size: Optional[int] = None, reduce: str = "sum") -> torch.Tensor:
+    """Reduces src into out at index along dim; reduce is 'sum' / 'add', 'mul', 'mean', 'min' or 'max'."""
+    if reduce in ("sum", "add"):
+        return scatter_sum(src, index, dim, out, dim_size)
+    if reduce == "mul":
+        return scatter_mul(src, index, dim, out, dim_size)
+    if reduce == "mean":
+        return scatter_mean(src, index, dim, out, dim_size)
+    if reduce == "min":
+        return scatter_min(src, index, dim, out, dim_size)[0]
+    if reduce == "max":
+        return scatter_max(src, index, dim, out, dim_size)[0]
+    raise ValueError(f"scatter: expected reduce to be one of 'sum', 'add', 'mul', 'mean', 'min', 'max', got {reduce!r}")
