@@ -13,9 +13,10 @@ ValueError (any other bad argument), with the core's message:
 ``"<op>: <argument> <expected>, got <received>"``.
 
 Gradients: when a torch input requires grad (and grad mode is on), gather,
-index_select, scatter_add, scatter_reduce (sum, mean, amax, amin) and
-index_add are recorded through the autograd Functions of ``scatterx.torch``;
-the other ops refuse such inputs rather than silently dropping the gradient.
+index_select, scatter_add, scatter_reduce, index_add, index_add_weighted and
+index_reduce are recorded through the autograd Functions of
+``scatterx.torch``; scatter, the in-place forms and the ``out=`` forms refuse
+such inputs rather than silently dropping the gradient.
 """
 
 from __future__ import annotations
@@ -278,6 +279,9 @@ def index_add_(input: Array, dim: int, index: Array, source: Array, *, alpha: An
 
 def _index_add_weighted(in_place, input, dim, index, source, weights):
     op = "index_add_weighted_" if in_place else "index_add_weighted"
+    if not in_place and _needs_grad(input, source, weights):
+        from . import torch as sx_torch
+        return sx_torch.index_add_weighted(input, dim, index, source, weights)
     _no_grad_support(op, input, source, weights)
     self_ = _writable(input, op, "input") if in_place else _raw(input, op, "input")
     result = _C.index_add_weighted(self_, dim, _raw(index, op, "index"), _raw(source, op, "source"),
@@ -305,6 +309,9 @@ def _index_reduce(in_place, input, dim, index, source, reduce, include_self):
     op = "index_reduce_" if in_place else "index_reduce"
     if not isinstance(reduce, str):
         raise TypeError(f"{op}: expected reduce to be a string, got {reduce!r}")
+    if not in_place and _needs_grad(input, source):
+        from . import torch as sx_torch
+        return sx_torch.index_reduce(input, dim, index, source, reduce, include_self=include_self)
     _no_grad_support(op, input, source)
     self_ = _writable(input, op, "input") if in_place else _raw(input, op, "input")
     result = _C.index_reduce(self_, dim, _raw(index, op, "index"), _raw(source, op, "source"),

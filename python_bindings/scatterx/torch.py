@@ -1,12 +1,14 @@
 """Differentiable scatterx ops for PyTorch training.
 
-``scatterx.gather``, ``index_select``, ``scatter_add``, ``scatter_reduce``
-(sum, mean, amax, amin) and ``index_add`` route here by themselves when a
-torch input requires grad; these functions can also be called directly.
-The gradients follow torch's definitions, including its tie rule for
-amax/amin (the gradient is shared evenly among the elements, self included
-when ``include_self``, that equal the result). Backward passes run on the
-scatterx kernels too.
+``scatterx.gather``, ``index_select``, ``scatter_add``, ``scatter_reduce``,
+``index_add``, ``index_add_weighted`` (input, source and weights) and
+``index_reduce`` (every reduce) route here by themselves when a torch input
+requires grad; these functions can also be called directly. The gradients
+follow torch's definitions: prod's with zeros (the product of the other
+factors), and the tie rule of amax/amin (the gradient is shared evenly
+among the elements, self included when ``include_self``, that equal the
+result). Backward passes run on the scatterx kernels too, and every tensor
+they create is on the input's device.
 """
 
 from __future__ import annotations
@@ -15,9 +17,8 @@ import torch
 
 from . import _ops
 
-__all__ = ["gather", "index_select", "scatter_add", "scatter_reduce", "index_add"]
-
-_DIFFERENTIABLE_REDUCES = ("sum", "mean", "amax", "amin")
+__all__ = ["gather", "index_select", "scatter_add", "scatter_reduce", "index_add", "index_add_weighted",
+           "index_reduce"]
 
 
 def _tensor(x, like: torch.Tensor) -> torch.Tensor:
@@ -39,9 +40,77 @@ def _embed(part: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return full
 
 
+class _Along:
+    """How one op family reaches the positions it reduces into: scatter_* elementwise through an index shaped
+    like src, index_* by whole slices along dim. The backward passes are written once over these four moves."""
+
+    def __init__(self, dim: int, index: torch.Tensor, slices: bool):
+        self.dim, self.index, self.slices = dim, index, slices
+
+    def pick(self, t: torch.Tensor) -> torch.Tensor:
+        """t's values at the positions each src element reduces into (shaped like src)."""
+        return _ops.index_select(t, self.dim, self.index) if self.slices else _ops.gather(t, self.dim, self.index)
+
+    def add(self, base: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """base plus values summed into their positions."""
+        if self.slices:
+            return _ops.index_add(base, self.dim, self.index, values)
+        return _ops.scatter_add(base, self.dim, self.index, values)
+
+    def reduce(self, base: torch.Tensor, values: torch.Tensor, reduce: str, include_self: bool) -> torch.Tensor:
+        if self.slices:
+            return _ops.index_reduce(base, self.dim, self.index, values, reduce, include_self=include_self)
+        return _ops.scatter_reduce(base, self.dim, self.index, values, reduce, include_self=include_self)
+
+    def hit(self, input: torch.Tensor) -> torch.Tensor:
+        """True where some index value lands (on input's device)."""
+        if not self.slices:
+            return _hit_mask(input, self.dim, self.index)
+        rows = input.new_zeros(input.shape[self.dim] if input.dim() else 1, dtype=torch.bool)
+        rows[self.index.reshape(-1).long()] = True
+        shape = [1] * input.dim()
+        if shape:
+            shape[self.dim] = -1
+        return rows.view(shape)
+
+
 def _hit_mask(input: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
-    """True where some index value lands."""
-    return _ops.scatter(torch.zeros(input.shape, dtype=torch.bool), dim, index, True)
+    """True where some index value lands (on input's device)."""
+    return _ops.scatter(input.new_zeros(input.shape, dtype=torch.bool), dim, index, True)
+
+
+def _reduce_backward(along: _Along, grad, input, src, out, reduce: str, include_self: bool):
+    """(grad of input, grad of src) of a reduce of src into input, torch's rules (src shaped like the index
+    for scatter, like the source for index ops). Every helper tensor is made on grad's device."""
+    if reduce == "sum":
+        grad_input, grad_src = grad, along.pick(grad)
+    elif reduce == "mean":  # values folded into each position: self (when included) plus its hits
+        count = along.add(grad.new_full(input.shape, 1 if include_self else 0), grad.new_ones(src.shape))
+        grad_input = grad / count.clamp(min=1)
+        grad_src = along.pick(grad_input)
+    elif reduce == "prod":
+        # d out / d x is the product of the other factors: out / x where x != 0; where x == 0, the product
+        # recomputed with x taken as 1 (zero again when another factor is zero too)
+        nonzero_input = input.masked_fill(input == 0, 1)
+        grad_input = grad * along.reduce(nonzero_input, src, "prod", include_self) / nonzero_input
+        src_zero = src == 0
+        zeros_there = along.pick(along.add(grad.new_zeros(input.shape), src_zero.to(grad.dtype)))
+        lone_zero = src_zero & (zeros_there == 1)
+        others = along.reduce(input, src.masked_fill(lone_zero, 1), "prod", include_self)
+        grad_src = torch.where(lone_zero, along.pick(grad * others),
+                               along.pick(grad * out) / src.masked_fill(src_zero, 1))
+    else:  # amax / amin: share the gradient among the elements equal to the result
+        src_wins = src == along.pick(out)
+        self_wins = input == out
+        if not include_self:
+            self_wins = self_wins & ~along.hit(input)
+        winners = along.add(self_wins.to(grad.dtype), src_wins.to(grad.dtype))
+        shared = grad / winners.clamp(min=1)
+        grad_input = shared.masked_fill(~self_wins, 0)
+        grad_src = along.pick(shared).masked_fill(~src_wins, 0)
+    if not include_self:
+        grad_input = grad_input.masked_fill(along.hit(input), 0)
+    return grad_input, grad_src
 
 
 class _Gather(torch.autograd.Function):
@@ -93,42 +162,58 @@ class _IndexAdd(torch.autograd.Function):
         return grad, None, None, grad_source, None
 
 
-class _ScatterReduce(torch.autograd.Function):
+class _Reduce(torch.autograd.Function):
+    """scatter_reduce (slices=False: src reduced elementwise through an index shaped like it) and
+    index_reduce (slices=True: source's slices along dim)."""
+
     @staticmethod
-    def forward(ctx, input, dim, index, src, reduce, include_self):
-        out = _ops.scatter_reduce(input, dim, index, src, reduce, include_self=include_self)
-        ctx.dim = dim
-        ctx.reduce = reduce
-        ctx.include_self = include_self
+    def forward(ctx, input, dim, index, src, reduce, include_self, slices):
+        if slices:
+            out = _ops.index_reduce(input, dim, index, src, reduce, include_self=include_self)
+        else:
+            out = _ops.scatter_reduce(input, dim, index, src, reduce, include_self=include_self)
+        ctx.dim, ctx.reduce, ctx.include_self, ctx.slices = dim, reduce, include_self, slices
         ctx.save_for_backward(input, index, src, out)
         return out
 
     @staticmethod
     def backward(ctx, grad):
         input, index, src, out = ctx.saved_tensors
-        dim, reduce, include_self = ctx.dim, ctx.reduce, ctx.include_self
-        hit = None if include_self else _hit_mask(input, dim, index)
-        if reduce == "sum":
-            grad_input = grad if include_self else grad.masked_fill(hit, 0)
-            grad_src = _ops.gather(grad, dim, index)
-        elif reduce == "mean":
-            # values folded into each position: self (when included) plus its hits
-            start = torch.full(input.shape, 1 if include_self else 0, dtype=grad.dtype)
-            count = _ops.scatter_add(start, dim, index, torch.ones(index.shape, dtype=grad.dtype))
-            scaled = grad / count.clamp(min=1)
-            grad_input = scaled if include_self else grad.masked_fill(hit, 0)
-            grad_src = _ops.gather(scaled, dim, index)
-        else:  # amax / amin: share the gradient among the elements equal to the result
-            src_part = _region(src, index.shape)
-            src_wins = src_part == _ops.gather(out, dim, index)
-            self_wins = input == out
-            if not include_self:
-                self_wins = self_wins & ~hit
-            winners = _ops.scatter_add(self_wins.to(grad.dtype), dim, index, src_wins.to(grad.dtype))
-            shared = grad / winners.clamp(min=1)
-            grad_input = shared.masked_fill(~self_wins, 0)
-            grad_src = _ops.gather(shared, dim, index).masked_fill(~src_wins, 0)
-        return grad_input, None, None, _embed(grad_src, src), None, None
+        part = src if ctx.slices else _region(src, index.shape)
+        grad_input, grad_src = _reduce_backward(_Along(ctx.dim, index, ctx.slices), grad, input, part, out,
+                                                ctx.reduce, ctx.include_self)
+        return grad_input, None, None, _embed(grad_src, src), None, None, None
+
+
+def _along_dim(weights: torch.Tensor, dim: int, ndim: int) -> torch.Tensor:
+    """A 1-d tensor viewed to broadcast along dim of an ndim-d tensor."""
+    shape = [1] * ndim
+    if ndim:
+        shape[dim] = -1
+    return weights.reshape(shape)
+
+
+class _IndexAddWeighted(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input, dim, index, source, weights):
+        ctx.dim = dim
+        ctx.save_for_backward(index, source, weights)
+        return _ops.index_add_weighted(input, dim, index, source, weights)
+
+    @staticmethod
+    def backward(ctx, grad):
+        index, source, weights = ctx.saved_tensors
+        dim = ctx.dim
+        grad_source = grad_weights = None
+        if ctx.needs_input_grad[3] or ctx.needs_input_grad[4]:
+            picked = _ops.index_select(grad, dim, index)  # grad of each weighted row
+            if ctx.needs_input_grad[3]:
+                grad_source = picked * _along_dim(weights, dim, source.dim())
+            if ctx.needs_input_grad[4]:  # weights[i] scales the whole slice i: sum its products
+                others = [d for d in range(source.dim()) if d != dim]
+                grad_weights = (picked * source).sum(others).reshape(weights.shape) if others else \
+                    (picked * source).reshape(weights.shape)
+        return grad, None, None, grad_source, grad_weights
 
 
 def gather(input: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
@@ -146,17 +231,26 @@ def index_add(input: torch.Tensor, dim: int, index: torch.Tensor, source: torch.
     return _IndexAdd.apply(input, dim, _tensor(index, input), _tensor(source, input), alpha)
 
 
+def index_add_weighted(input: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor,
+                       weights: torch.Tensor) -> torch.Tensor:
+    """Differentiable scatterx.index_add_weighted: gradients for input, source and weights (the MoE combine
+    trains the router through weights)."""
+    return _IndexAddWeighted.apply(input, dim, _tensor(index, input), _tensor(source, input),
+                                   _tensor(weights, input))
+
+
 def scatter_add(input: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
     """Differentiable torch.scatter_add on the scatterx kernels."""
-    return _ScatterReduce.apply(input, dim, _tensor(index, input), _tensor(src, input), "sum", True)
+    return _Reduce.apply(input, dim, _tensor(index, input), _tensor(src, input), "sum", True, False)
 
 
 def scatter_reduce(input: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, *,
                    include_self: bool = True) -> torch.Tensor:
-    """Differentiable torch.scatter_reduce on the scatterx kernels (sum, mean, amax, amin)."""
-    if reduce not in _DIFFERENTIABLE_REDUCES:
-        raise TypeError(
-            f"scatter_reduce: expected a reduce scatterx has a gradient for ({', '.join(_DIFFERENTIABLE_REDUCES)}), "
-            f"got {reduce!r}; call .detach() on the inputs or use torch.scatter_reduce"
-        )
-    return _ScatterReduce.apply(input, dim, _tensor(index, input), _tensor(src, input), reduce, include_self)
+    """Differentiable torch.scatter_reduce on the scatterx kernels (sum, prod, mean, amax, amin)."""
+    return _Reduce.apply(input, dim, _tensor(index, input), _tensor(src, input), reduce, include_self, False)
+
+
+def index_reduce(input: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, reduce: str, *,
+                 include_self: bool = True) -> torch.Tensor:
+    """Differentiable torch.index_reduce on the scatterx kernels (prod, mean, amax, amin)."""
+    return _Reduce.apply(input, dim, _tensor(index, input), _tensor(source, input), reduce, include_self, True)

@@ -29,11 +29,41 @@ def _scatter_inputs(seed, small_index=True):
     return self_.requires_grad_(), index, src.requires_grad_()
 
 
-def _index_inputs(seed):
+def _index_inputs(seed, small_index=True):
     gen = torch.Generator().manual_seed(seed)
     self_ = _distinct((5, 3), gen)
     index = torch.tensor([4, 0, 4, 2, 0, 4])
     source = _distinct((6, 3), gen, scale=0.7)
+    return self_.requires_grad_(), index, source.requires_grad_()
+
+
+def _factors(shape, gen):
+    """float64 values in +-[0.5, 1.5) (products stay moderate), no zeros yet."""
+    sign = torch.randint(0, 2, shape, generator=gen).to(torch.float64) * 2 - 1
+    return (torch.rand(shape, generator=gen, dtype=torch.float64) + 0.5) * sign
+
+
+def _prod_inputs(seed, small_index=True):
+    """For prod: a zero in self, a lone zero in src (its gradient is the product of the others) and two
+    zeros meeting at one position (their gradients are zero)."""
+    gen = torch.Generator().manual_seed(seed)
+    self_, src = _factors((4, 5), gen), _factors((6, 5), gen)
+    index = torch.randint(0, 4, (5, 4) if small_index else (6, 5), generator=gen)
+    index[1, 0] = index[2, 0] = index[0, 0]
+    src[0, 0] = src[1, 0] = 0.0  # two zeros meet (and src[2, 0] is a third, non-zero factor)
+    index[1, 1] = index[0, 1]
+    src[0, 1] = 0.0  # a lone zero
+    self_[index[3, 2], 2] = 0.0  # a zero self, hit by src[3, 2]
+    return self_.requires_grad_(), index, src.requires_grad_()
+
+
+def _index_prod_inputs(seed, small_index=True):
+    gen = torch.Generator().manual_seed(seed)
+    self_, source = _factors((5, 3), gen), _factors((6, 3), gen)
+    index = torch.tensor([4, 0, 4, 2, 0, 4])
+    source[0, 0] = source[2, 0] = 0.0  # two zeros meet at row 4
+    source[1, 1] = 0.0  # a lone zero at row 0
+    self_[2, 2] = 0.0  # a zero self, hit by source[3]
     return self_.requires_grad_(), index, source.requires_grad_()
 
 
@@ -53,13 +83,16 @@ def _cases():
         ("scatter_add", lambda m, s, i, x: m.scatter_add(s, 0, i, x), _scatter_inputs,
          lambda s, i, x: torch.scatter_add(s, 0, i, x)),
     ]
-    for reduce in ("sum", "mean", "amax", "amin"):
-        for inc in (True, False):
-            cases.append((
-                f"scatter_reduce-{reduce}-{'self' if inc else 'noself'}",
-                lambda m, s, i, x, r=reduce, inc=inc: m.scatter_reduce(s, 0, i, x, r, include_self=inc),
-                _scatter_inputs,
-                lambda s, i, x, r=reduce, inc=inc: torch.scatter_reduce(s, 0, i, x, r, include_self=inc)))
+    families = (("scatter_reduce", ("sum", "prod", "mean", "amax", "amin"), _scatter_inputs, _prod_inputs),
+                ("index_reduce", ("prod", "mean", "amax", "amin"), _index_inputs, _index_prod_inputs))
+    for name, reduces, plain, with_zeros in families:
+        for reduce in reduces:
+            for inc in (True, False):
+                cases.append((
+                    f"{name}-{reduce}-{'self' if inc else 'noself'}",
+                    lambda m, s, i, x, n=name, r=reduce, inc=inc: getattr(m, n)(s, 0, i, x, r, include_self=inc),
+                    with_zeros if reduce == "prod" else plain,
+                    lambda s, i, x, n=name, r=reduce, inc=inc: getattr(torch, n)(s, 0, i, x, r, include_self=inc)))
     for alpha in (1, 2.5):
         cases.append((f"index_add-alpha_{alpha}", lambda m, s, i, x, a=alpha: m.index_add(s, 0, i, x, alpha=a),
                       _index_inputs, lambda s, i, x, a=alpha: torch.index_add(s, 0, i, x, alpha=a)))
@@ -86,7 +119,7 @@ def test_gradients_match_torch(case):
     here; index_add with alpha != 1 may differ in the last bit (torch fuses the multiply-add)."""
     op_id, call, inputs, torch_op = case
     for seed in (2, 3, 4):
-        s, i, x = inputs(seed, small_index=False) if inputs is _scatter_inputs else inputs(seed)
+        s, i, x = inputs(seed, small_index=False)
         out = call(sx, s, i, x)
         expected = torch_op(s, i, x)
         exact = op_id != "index_add-alpha_2.5"
@@ -148,9 +181,8 @@ def _no_grad_calls():
         return f(*args, out=out, **kw), out
 
     return [
-        ("index_reduce", lambda: (sx.index_reduce(s(), 0, i1, src()[:3], "amax"), None)),
-        ("index_reduce-src-only", lambda: (sx.index_reduce(s().detach(), 0, i1, src()[:3], "mean"), None)),
-        ("scatter_reduce-prod", lambda: (sx.scatter_reduce(s(), 0, i2, src(), "prod"), None)),
+        ("index_add_weighted_", lambda: in_place(sx.index_add_weighted_, s(), 0, i1, src()[:3],
+                                                  torch.ones(3, dtype=torch.float64))),
         ("scatter", lambda: (sx.scatter(s(), 0, i2, src()), None)),
         ("scatter-src-only", lambda: (sx.scatter(s().detach(), 0, i2, src(), reduce="add"), None)),
         ("scatter-value", lambda: (sx.scatter(s(), 0, i2, 1.5), None)),
@@ -182,10 +214,10 @@ def test_non_differentiable_ops_refuse_inputs_requiring_grad(call):
         assert out is target
 
 
-def test_scatterx_torch_scatter_reduce_has_no_prod():
-    s = torch.rand(3, dtype=torch.float64)
-    with pytest.raises(TypeError, match=r"expected a reduce scatterx has a gradient for .*got 'prod'.*detach"):
-        sxt.scatter_reduce(s, 0, torch.tensor([0, 0]), s[:2], "prod")
+def test_an_unknown_reduce_is_refused_with_inputs_requiring_grad():
+    s = torch.rand(3, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(ValueError, match="median"):
+        sxt.scatter_reduce(s, 0, torch.tensor([0, 0]), s[:2], "median")
 
 
 def test_in_place_on_a_leaf_under_no_grad_writes_it():
@@ -208,7 +240,7 @@ def test_under_no_grad_differentiable_ops_record_nothing():
 def test_non_contiguous_upstream_gradient_and_int32_index(case):
     """The backward receives a transposed gradient (the result is used through .t()), index is int32."""
     op_id, call, inputs, torch_op = case
-    s, i, x = inputs(7, small_index=False) if inputs is _scatter_inputs else inputs(7)
+    s, i, x = inputs(7, small_index=False)
     i32 = i.to(torch.int32)
     out = call(sx, s, i32, x)
     expected = torch_op(s, i, x)
@@ -227,7 +259,7 @@ def test_numpy_index_with_an_input_requiring_grad(case):
     """A numpy index works with torch inputs (the result follows the main input); it must keep working
     when an input requires grad and the call is recorded for autograd."""
     op_id, call, inputs, torch_op = case
-    s, i, x = inputs(8, small_index=False) if inputs is _scatter_inputs else inputs(8)
+    s, i, x = inputs(8, small_index=False)
     out = call(sx, s, i.numpy(), x)
     torch.testing.assert_close(out, torch_op(s, i, x), rtol=1e-14, atol=1e-13)
     mine = torch.autograd.grad(out.sum(), (s, x), allow_unused=True)
@@ -235,3 +267,107 @@ def test_numpy_index_with_an_input_requiring_grad(case):
     for m, t in zip(mine, theirs):
         if m is not None and t is not None:
             torch.testing.assert_close(m, t, rtol=1e-12, atol=1e-12)
+
+
+# ---- index_add_weighted: input, source and weights ----------------------------------------------------
+
+
+def _weighted_inputs(seed, dim):
+    gen = torch.Generator().manual_seed(seed)
+    self_ = torch.randn(5, 3, generator=gen, dtype=torch.float64)
+    source = torch.randn(6, 3, generator=gen, dtype=torch.float64)
+    weights = torch.rand(6, generator=gen, dtype=torch.float64)
+    index = torch.tensor([4, 0, 4, 2, 0, 4])
+    if dim == 1:
+        self_, source = self_.t().contiguous(), source.t().contiguous()
+        index = torch.tensor([2, 0, 2, 1, 0, 2])
+    return self_.requires_grad_(), index, source.requires_grad_(), weights.requires_grad_()
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("via", list(VIAS), ids=list(VIAS))
+def test_index_add_weighted_gradcheck(via, dim):
+    s, i, x, w = _weighted_inputs(11, dim)
+    module = VIAS[via]
+    assert torch.autograd.gradcheck(lambda s, x, w: module.index_add_weighted(s, dim, i, x, w), (s, x, w),
+                                    eps=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_index_add_weighted_gradients_match_torch(dim):
+    """Against torch.index_add of source scaled by the weights (the MoE combine, whose router trains
+    through weights)."""
+    s, i, x, w = _weighted_inputs(12, dim)
+    out = sx.index_add_weighted(s, dim, i, x, w)
+    shape = [1, 1]
+    shape[dim] = -1
+    expected = torch.index_add(s, dim, i, x * w.view(shape))
+    torch.testing.assert_close(out, expected, rtol=1e-14, atol=1e-13)
+    grad = torch.randn(out.shape, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    for name, m, t in zip(("self", "source", "weights"), torch.autograd.grad(out, (s, x, w), grad),
+                          torch.autograd.grad(expected, (s, x, w), grad)):
+        torch.testing.assert_close(m, t, rtol=1e-12, atol=1e-12, msg=lambda msg: f"grad of {name}: {msg}")
+
+
+def test_index_add_weighted_only_weights_require_grad():
+    s, i, x, w = _weighted_inputs(13, 0)
+    (g,) = torch.autograd.grad(sx.index_add_weighted(s.detach(), 0, i, x.detach(), w).sum(), (w,))
+    torch.testing.assert_close(g, x.detach().sum(1))
+
+
+# ---- helper tensors of the backward passes live on the input's device ----------------------------------
+
+_FACTORIES = {torch.zeros, torch.ones, torch.full, torch.empty, torch.arange, torch.tensor, torch.eye,
+              torch.linspace, torch.rand, torch.randn, torch.randint}
+
+
+class _FactoryCalls(torch.overrides.TorchFunctionMode):
+    """Records torch factory calls that name no device (they would make CPU tensors beside CUDA inputs)."""
+
+    def __init__(self):
+        super().__init__()
+        self.without_device = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _FACTORIES and kwargs.get("device") is None:
+            self.without_device.append(func.__name__)
+        return func(*args, **kwargs)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_backward_creates_no_tensor_without_a_device(case):
+    """Without a GPU: every tensor a backward pass creates must name the input's device (or come from
+    new_* / *_like), else the same backward breaks on CUDA tensors. The node's backward is called
+    directly, as the autograd engine runs it outside the mode that records the calls."""
+    _, call, inputs, _ = case
+    s, i, x = inputs(14, small_index=False)
+    out = call(sx, s, i, x)
+    calls = _FactoryCalls()
+    with calls:  # the engine runs backward outside the mode: call the node's backward here
+        out.grad_fn.apply(torch.ones_like(out))
+    assert calls.without_device == []
+
+
+def test_the_factory_check_sees_a_backward_that_makes_cpu_tensors(monkeypatch):
+    """The check above would have caught the old mean backward (torch.full / torch.ones without device)."""
+    def old_style(along, grad, input, src, out, reduce, include_self):
+        count = along.add(torch.full(input.shape, 1, dtype=grad.dtype), torch.ones(src.shape, dtype=grad.dtype))
+        return grad / count, along.pick(grad / count)
+
+    monkeypatch.setattr(sxt, "_reduce_backward", old_style)
+    s, i, x = _scatter_inputs(15, small_index=False)
+    out = sx.scatter_reduce(s, 0, i, x, "mean")
+    calls = _FactoryCalls()
+    with calls:
+        out.grad_fn.apply(torch.ones_like(out))
+    assert calls.without_device == ["full", "ones"]
+
+
+def test_index_hit_mask_stays_on_the_inputs_device():
+    """The hit mask of the index ops is pure torch: checked on the meta device (no data, no GPU)."""
+    input = torch.empty(5, 3, device="meta")
+    mask = sxt._Along(0, torch.tensor([4, 0, 4], device="meta"), True).hit(input)
+    assert mask.device.type == "meta" and mask.dtype == torch.bool and mask.shape == (5, 1)
+    real = sxt._Along(1, torch.tensor([2, 0, 2]), True).hit(torch.empty(5, 3))
+    assert real.tolist() == [[True, False, True]]

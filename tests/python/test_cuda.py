@@ -155,3 +155,54 @@ def test_hot_index_on_every_path_matches_torch(path):
             torch.testing.assert_close(got, self_.scatter_reduce(0, index, src, reduce), rtol=1e-9, atol=1e-9)
     finally:
         scatterx.cuda.set_scatter_path("auto")
+
+
+def _autograd_cases():
+    """test_autograd's cases (id, call, inputs, torch's op) where torch is importable, else none."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return []
+    from test_autograd import CASES
+
+    return CASES
+
+
+AUTOGRAD_CASES = _autograd_cases()
+
+
+@pytest.mark.parametrize("case", AUTOGRAD_CASES, ids=[c[0] for c in AUTOGRAD_CASES])
+def test_backward_on_cuda_matches_torch(case):
+    """The backward passes on CUDA tensors (their helper tensors must be made on the GPU too): gradcheck,
+    and gradients equal to torch's CUDA ones."""
+    torch = gpu_torch()
+    import scatterx.torch as sxt
+
+    _, call, inputs, torch_op = case
+    s, i, x = (t.detach().cuda().requires_grad_(t.requires_grad) for t in inputs(21, small_index=False))
+    out = call(scatterx, s, i, x)
+    assert out.is_cuda and out.grad_fn is not None
+    grad = torch.randn(out.shape, device="cuda", dtype=torch.float64)
+    mine = torch.autograd.grad(out, (s, x), grad, allow_unused=True)
+    theirs = torch.autograd.grad(torch_op(s, i, x), (s, x), grad, allow_unused=True)
+    for m, t, like in zip(mine, theirs, (s, x)):
+        m = torch.zeros_like(like) if m is None else m
+        t = torch.zeros_like(like) if t is None else t
+        assert m.is_cuda
+        torch.testing.assert_close(m, t, rtol=1e-10, atol=1e-10)
+    assert torch.autograd.gradcheck(lambda s, x: call(sxt, s, i, x), (s, x), eps=1e-6, atol=1e-5)
+
+
+def test_index_add_weighted_backward_on_cuda():
+    torch = gpu_torch()
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    s = torch.randn(5, 3, device="cuda", dtype=torch.float64, generator=gen, requires_grad=True)
+    x = torch.randn(6, 3, device="cuda", dtype=torch.float64, generator=gen, requires_grad=True)
+    w = torch.rand(6, device="cuda", dtype=torch.float64, generator=gen, requires_grad=True)
+    index = torch.tensor([4, 0, 4, 2, 0, 4], device="cuda")
+    assert torch.autograd.gradcheck(lambda s, x, w: scatterx.index_add_weighted(s, 0, index, x, w), (s, x, w),
+                                    eps=1e-6, atol=1e-5)
+    mine = torch.autograd.grad(scatterx.index_add_weighted(s, 0, index, x, w).sum(), (s, x, w))
+    theirs = torch.autograd.grad(s.index_add(0, index, x * w[:, None]).sum(), (s, x, w))
+    for m, t in zip(mine, theirs):
+        torch.testing.assert_close(m, t)
