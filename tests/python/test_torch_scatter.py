@@ -215,10 +215,106 @@ def test_gradients():
     _grouped(ref, index, lambda x: torch.softmax(x, 0)).mul(torch.arange(18.0, dtype=torch.float64).view(6, 3)) \
         .sum().backward()
     assert torch.allclose(src.grad, ref.grad)
-    with pytest.raises(TypeError, match="scatter_max: expected inputs that do not require grad"):
-        ts.scatter_max(src, index, dim=0)
-    with pytest.raises(TypeError, match="segment_csr"):
-        ts.segment_csr(src, torch.tensor([0, 6]))
+    out = torch.zeros(3, 3, dtype=torch.float64)
+    with pytest.raises(TypeError, match="scatter_max: expected inputs that do not require grad when out is given"):
+        ts.scatter_max(src, index, dim=0, out=out)
+    with pytest.raises(TypeError, match="segment_csr: .*when out is given"):
+        ts.segment_csr(src, torch.tensor([0, 6]), out=torch.zeros(1, 3, dtype=torch.float64))
+    with pytest.raises(TypeError, match="gather_coo: .*when out is given"):
+        ts.gather_coo(src, torch.tensor([0, 0, 1]), out=torch.zeros(3, 3, dtype=torch.float64))
+
+
+def _distinct(*shape, seed=0):
+    """float64 values far apart (no ties, so min/max are differentiable)."""
+    gen = torch.Generator().manual_seed(seed)
+    n = 1
+    for d in shape:
+        n *= d
+    return (torch.randperm(n, generator=gen).to(torch.float64) * 0.37 - n / 5).reshape(shape).requires_grad_()
+
+
+INDPTR = torch.tensor([0, 2, 2, 5])  # segment 1 empty; row 5 of src is in no segment
+COO_INDEX = torch.tensor([0, 0, 2, 2, 2, 3])  # rows 1 and 4 (dim_size 5) are empty
+
+
+def _grad_cases():
+    """(id, f(src) -> tensor) over a (6, 3) src, reduced along dim 0 (and along dim 1 for the scatters)."""
+    index = torch.tensor([0, 1, 0, 3, 3, 3])  # position 2 (and 4 with dim_size 5) gets nothing
+    cases = [
+        ("scatter_mul", lambda x: ts.scatter_mul(x, index, dim=0, dim_size=5)),
+        ("scatter_mul-dim1", lambda x: ts.scatter_mul(x, torch.tensor([1, 0, 1]), dim=1)),
+        ("gather_csr", lambda x: ts.gather_csr(x[:3], INDPTR)),
+        ("gather_coo", lambda x: ts.gather_coo(x[:4], COO_INDEX)),
+    ]
+    for reduce in ("min", "max"):
+        cases += [
+            (f"scatter_{reduce}", lambda x, r=reduce: getattr(ts, f"scatter_{r}")(x, index, dim=0, dim_size=5)[0]),
+            (f"scatter_{reduce}-dim1", lambda x, r=reduce: ts.scatter(x, torch.tensor([1, 1, 0]), 1, reduce=r)),
+        ]
+    for reduce in ("sum", "mean", "min", "max"):
+        cases += [
+            (f"segment_csr-{reduce}", lambda x, r=reduce: ts.segment_csr(x, INDPTR, reduce=r)),
+            (f"segment_coo-{reduce}", lambda x, r=reduce: ts.segment_coo(x, COO_INDEX, dim_size=5, reduce=r)),
+            (f"segment_csr-{reduce}-2d", lambda x, r=reduce: ts.segment_csr(
+                x.t(), torch.tensor([[0, 1, 1, 4], [0, 3, 6, 6], [2, 2, 2, 2]]), reduce=r)),
+            (f"segment_coo-{reduce}-2d", lambda x, r=reduce: ts.segment_coo(
+                x.t(), torch.tensor([[0, 0, 1, 1, 1, 3], [1, 1, 1, 1, 2, 2], [0, 1, 2, 3, 4, 5]]), dim_size=6,
+                reduce=r)),
+        ]
+    return cases
+
+
+GRAD_CASES = _grad_cases()
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=[c[0] for c in GRAD_CASES])
+def test_gradcheck(case):
+    _, f = case
+    src = _distinct(6, 3, seed=1)
+    if case[0].startswith("scatter_mul"):
+        with torch.no_grad():
+            src[0, 0] = src[2, 0] = 0.0  # two zeros meet
+            src[1, 1] = 0.0  # a lone zero
+            src.div_(src.abs().max())  # products stay moderate
+    out = f(src)
+    assert out.requires_grad and out.grad_fn is not None
+    assert torch.autograd.gradcheck(f, (src,), eps=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min"])
+def test_segment_gradients_match_torch_segment_reduce(reduce):
+    src = _distinct(6, 3, seed=2)
+    lengths = INDPTR[1:] - INDPTR[:-1]
+    grad = torch.randn(3, 3, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    ref = src.detach()[:5].clone().requires_grad_()  # torch's segments must cover the data
+    (theirs,) = torch.autograd.grad(torch.segment_reduce(ref, reduce, lengths=lengths, axis=0), (ref,), grad)
+    theirs = torch.cat([theirs, torch.zeros(1, 3, dtype=torch.float64)])
+    for got in (ts.segment_csr(src, INDPTR, reduce=reduce),
+                ts.segment_coo(src[:5], torch.tensor([0, 0, 2, 2, 2]), dim_size=3, reduce=reduce)):
+        (mine,) = torch.autograd.grad(got, (src,), grad)
+        torch.testing.assert_close(mine, theirs, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("reduce", ["mul", "min", "max"])
+def test_scatter_gradients_match_torch_scatter_reduce(reduce):
+    src = _distinct(6, 3, seed=3)
+    index = torch.tensor([0, 1, 0, 3, 3, 3])
+    grad = torch.randn(5, 3, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    (mine,) = torch.autograd.grad(ts.scatter(src, index, 0, dim_size=5, reduce=reduce), (src,), grad)
+    torch_reduce = {"mul": "prod", "min": "amin", "max": "amax"}[reduce]
+    start = torch.ones(5, 3, dtype=torch.float64) if reduce == "mul" else torch.zeros(5, 3, dtype=torch.float64)
+    expected = start.scatter_reduce(0, _broadcast_index(index, src, 0), src, torch_reduce,
+                                    include_self=reduce == "mul")
+    (theirs,) = torch.autograd.grad(expected, (src,), grad)
+    torch.testing.assert_close(mine, theirs, rtol=1e-12, atol=1e-12)
+
+
+def test_arg_gradient_ignores_empty_positions_and_flows_to_the_arg():
+    src = torch.tensor([[1.0, 5.0], [4.0, 2.0], [3.0, 7.0]], dtype=torch.float64, requires_grad=True)
+    values, arg = ts.scatter_max(src, torch.tensor([0, 0, 2]), dim=0, dim_size=4)
+    assert arg.tolist() == [[1, 0], [3, 3], [2, 2], [3, 3]] and not arg.requires_grad
+    (grad,) = torch.autograd.grad(values, (src,), torch.arange(1.0, 9.0, dtype=torch.float64).view(4, 2))
+    assert grad.tolist() == [[0.0, 2.0], [1.0, 0.0], [5.0, 6.0]]
 
 
 def test_errors_name_op_and_values():

@@ -21,13 +21,63 @@ def raw(x: torch.Tensor, op: str, name: str) -> torch.Tensor:
     return _ops._raw(x, op, name)
 
 
+def wants_grad(*tensors) -> bool:
+    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
+
+
 def refuse_grad(op: str, *tensors) -> None:
-    """scatterx has no gradient for `op`: refuse inputs that need one rather than dropping it."""
-    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors):
+    """Called with out= given: the result is written into out, so refuse inputs that need a gradient rather
+    than drop it."""
+    if wants_grad(*tensors):
         raise TypeError(
-            f"{op}: expected inputs that do not require grad (scatterx.torch_scatter has no gradient for {op}; "
-            "scatter_sum, scatter_mean and the composites have one), got one that does; call .detach() on it"
+            f"{op}: expected inputs that do not require grad when out is given (scatterx.torch_scatter records "
+            "gradients for calls without out), got one that does; call .detach() on it or leave out out"
         )
+
+
+class _Linear(torch.autograd.Function):
+    """src -> apply(src) for a map linear in src; its gradient is adjoint(grad)."""
+
+    @staticmethod
+    def forward(ctx, src, apply, adjoint):
+        ctx.adjoint = adjoint
+        return apply(src)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.adjoint(grad), None, None
+
+
+def linear(src: torch.Tensor, apply, adjoint) -> torch.Tensor:
+    """apply(src), recorded for autograd with the given adjoint when src requires grad."""
+    return _Linear.apply(src, apply, adjoint) if wants_grad(src) else apply(src)
+
+
+class _ArgReduce(torch.autograd.Function):
+    """(values, arg) of a min/max along dim; torch_scatter's gradient: grad goes to src at arg, and the empty
+    positions' arg (src.size(dim)) lands in an extra slice that is dropped."""
+
+    @staticmethod
+    def forward(ctx, src, dim, compute):
+        values, args = compute(src)
+        ctx.mark_non_differentiable(args)
+        ctx.save_for_backward(args)
+        ctx.dim, ctx.src_shape = dim, src.shape
+        return values, args
+
+    @staticmethod
+    def backward(ctx, grad, _):
+        (args,) = ctx.saved_tensors
+        dim, shape = ctx.dim, list(ctx.src_shape)
+        length = shape[dim]
+        shape[dim] += 1
+        spread = _ops.scatter(grad.new_zeros(shape), dim, args, grad)
+        return spread.narrow(dim, 0, length), None, None
+
+
+def arg_reduce(src: torch.Tensor, dim: int, compute):
+    """compute(src) = (values, arg), recorded for autograd when src requires grad."""
+    return _ArgReduce.apply(src, dim, compute) if wants_grad(src) else compute(src)
 
 
 def broadcast(src: torch.Tensor, other: torch.Tensor, dim: int) -> torch.Tensor:

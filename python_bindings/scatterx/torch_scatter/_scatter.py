@@ -7,7 +7,7 @@ from typing import Optional, Tuple
 import torch
 
 from .. import _C, _ops
-from ._common import _TORCH, broadcast, merge_arg_out, output_size, raw, refuse_grad, tensor
+from ._common import _TORCH, arg_reduce, broadcast, merge_arg_out, output_size, raw, refuse_grad, tensor
 
 
 def scatter_sum(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
@@ -32,13 +32,16 @@ def scatter_add(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opti
 
 def scatter_mul(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                 dim_size: Optional[int] = None) -> torch.Tensor:
-    """Multiplies src into out (ones when none is given: an empty position is 1)."""
+    """Multiplies src into out (ones when none is given: an empty position is 1).
+
+    Differentiable in src when out is not given (torch's prod rule, zeros included).
+    """
     src, index = tensor(src), tensor(index)
-    refuse_grad("scatter_mul", src, out)
     index = broadcast(index, src, dim)
     if out is None:
         ones = src.new_ones(output_size(src, index, dim, dim_size))
         return _ops.scatter_reduce(ones, dim, index, src, "prod")
+    refuse_grad("scatter_mul", src, out)
     return _ops.scatter_reduce_(out, dim, index, src, "prod")
 
 
@@ -61,21 +64,27 @@ def scatter_mean(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opt
 
 def _scatter_arg(op: str, src, index, dim, out, dim_size, is_max: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     src, index = tensor(src), tensor(index)
-    refuse_grad(op, src, out)
     index = broadcast(index, src, dim)
     dim = dim + src.dim() if dim < 0 else dim
     reduce = "amax" if is_max else "amin"
     size = out.size(dim) if out is not None else (-1 if dim_size is None else dim_size)
-    values, args = _C.scatter_arg_reduce(raw(src, op, "src"), dim, raw(index, op, "index"), reduce, size, _TORCH)
+    i = raw(index, op, "index")
+
+    def compute(s):
+        return _C.scatter_arg_reduce(raw(s, op, "src"), dim, i, reduce, size, _TORCH)
+
     if out is None:
-        return values, args
+        return arg_reduce(src, dim, compute)
+    refuse_grad(op, src, out)
+    values, args = compute(src)
     return merge_arg_out(out, values, args, src.size(dim), is_max)
 
 
 def scatter_min(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                 dim_size: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """(values, arg): the minimum sent to each position and the position along dim of src it came from (the
-    first in index order). An empty position gets 0 and arg src.size(dim); with out, out's value competes."""
+    first in index order). An empty position gets 0 and arg src.size(dim); with out, out's value competes.
+    Without out, differentiable in src: the gradient goes to src at arg (torch_scatter's rule)."""
     return _scatter_arg("scatter_min", src, index, dim, out, dim_size, False)
 
 

@@ -1,5 +1,9 @@
 """segment_csr, segment_coo (and their _sum/_add/_mean/_min/_max forms), gather_csr and gather_coo with
-torch_scatter 2.1.2's signatures and semantics. The reduced dim is indptr.dim() - 1 (index.dim() - 1)."""
+torch_scatter 2.1.2's signatures and semantics. The reduced dim is indptr.dim() - 1 (index.dim() - 1).
+
+Without out, all are differentiable in src, with torch_scatter's gradients: a sum spreads the gradient over
+its segment (a mean divides it by the segment's length), min/max send it to the arg position, and a gather's
+gradient is the segment sum of the gradient."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from typing import Optional, Tuple
 import torch
 
 from .. import _C
-from ._common import _TORCH, check_out, merge_arg_out, raw, refuse_grad, tensor
+from ._common import _TORCH, arg_reduce, check_out, linear, merge_arg_out, raw, refuse_grad, tensor
 
 _REDUCES = ("sum", "add", "mean", "min", "max")
 _CORE_REDUCE = {"sum": "sum", "add": "sum", "mean": "mean", "min": "amin", "max": "amax"}
@@ -20,13 +24,52 @@ def _reduce_name(op: str, reduce: str) -> str:
     return _CORE_REDUCE[reduce]
 
 
+def _trailing(t: torch.Tensor, ndim: int) -> torch.Tensor:
+    """t with size-1 dims appended up to ndim (per-segment counts against per-element values)."""
+    return t.view(tuple(t.shape) + (1,) * (ndim - t.dim()))
+
+
+def _csr_adjoint(op: str, grad: torch.Tensor, indptr: torch.Tensor, shape, mean: bool) -> torch.Tensor:
+    """The gradient of a segment sum (mean) in src: each segment's gradient (over its length) repeated over it.
+    One more segment, of gradient 0, runs from each row's last indptr value to src's end, so every row ends
+    where src does (gather_csr's contract) and the slices no segment covers get 0."""
+    dim = indptr.dim() - 1
+    if mean:
+        n = indptr.size(-1) - 1
+        count = (indptr.narrow(-1, 1, n) - indptr.narrow(-1, 0, n)).clamp(min=1).to(grad.dtype)
+        grad = grad / _trailing(count, grad.dim())
+    end = indptr.new_full(tuple(indptr.shape[:-1]) + (1,), shape[dim])
+    zero = list(grad.shape)
+    zero[dim] = 1
+    grad = torch.cat([grad, grad.new_zeros(zero)], dim)
+    return _C.gather_csr(raw(grad, op, "grad"), torch.cat([indptr, end], -1), _TORCH)
+
+
+def _coo_adjoint(op: str, grad: torch.Tensor, index: torch.Tensor, shape, mean: bool) -> torch.Tensor:
+    """The gradient of a segment_coo sum (mean) in src: the gradient of each element's segment (over its
+    length)."""
+    dim = index.dim() - 1
+    index = index.expand(tuple(shape[:dim + 1]))
+    if mean:
+        count = _C.segment_coo(grad.new_ones(index.shape), index, "sum", grad.size(dim), False, _TORCH)
+        grad = grad / _trailing(count.clamp(min=1), grad.dim())
+    return _C.gather_coo(raw(grad, op, "grad"), index, _TORCH)
+
+
 def _csr(op: str, src, indptr, out, reduce: str, with_arg: bool):
     src, indptr = tensor(src), tensor(indptr)
-    refuse_grad(op, src, out)
-    result = _C.segment_csr(raw(src, op, "src"), raw(indptr, op, "indptr"), _reduce_name(op, reduce), with_arg,
-                            _TORCH)
+    core = _reduce_name(op, reduce)
+    p = raw(indptr, op, "indptr")
+
+    def compute(s):
+        return _C.segment_csr(raw(s, op, "src"), p, core, with_arg, _TORCH)
+
     if out is None:
-        return result
+        if with_arg:
+            return arg_reduce(src, indptr.dim() - 1, compute)
+        return linear(src, compute, lambda grad: _csr_adjoint(op, grad, p, src.shape, core == "mean"))
+    refuse_grad(op, src, out)
+    result = compute(src)
     values = result[0] if with_arg else result
     check_out(op, out, values.shape)
     out.copy_(values)  # torch_scatter overwrites out
@@ -65,14 +108,20 @@ def segment_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Ten
 
 def _coo(op: str, src, index, out, dim_size, reduce: str, with_arg: bool):
     src, index = tensor(src), tensor(index)
-    refuse_grad(op, src, out)
     core = _reduce_name(op, reduce)
     dim = index.dim() - 1
     size = out.size(dim) if out is not None else (-1 if dim_size is None else dim_size)
-    s, i = raw(src, op, "src"), raw(index, op, "index")
-    result = _C.segment_coo(s, i, "sum" if core == "mean" and out is not None else core, size, with_arg, _TORCH)
+    i = raw(index, op, "index")
+
+    def compute(s, reduce_as=core):
+        return _C.segment_coo(raw(s, op, "src"), i, reduce_as, size, with_arg, _TORCH)
+
     if out is None:
-        return result
+        if with_arg:
+            return arg_reduce(src, dim, compute)
+        return linear(src, compute, lambda grad: _coo_adjoint(op, grad, i, src.shape, core == "mean"))
+    refuse_grad(op, src, out)
+    result = compute(src, "sum" if core == "mean" else core)
     values = result[0] if with_arg else result
     check_out(op, out, values.shape)
     if with_arg:  # out's values take part: a reduced value replaces one only when strictly better
@@ -81,7 +130,7 @@ def _coo(op: str, src, index, out, dim_size, reduce: str, with_arg: bool):
         return out.add_(values)
     # mean: rows that got values become (out + sum) / count, the others keep out's value
     ones = torch.ones(index.shape[:dim] + src.shape[dim:dim + 1], dtype=src.dtype, device=src.device)
-    count = _C.segment_coo(raw(ones, op, "src"), i, "sum", size, False, _TORCH)
+    count = _C.segment_coo(ones, i, "sum", size, False, _TORCH)
     count = count.view(tuple(count.shape) + (1,) * (src.dim() - count.dim())).expand_as(out)
     total = out + values
     mean = total / count.clamp(min=1) if out.is_floating_point() else torch.div(total, count.clamp(min=1),
@@ -126,11 +175,12 @@ def gather_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tens
     """Repeats src's row n over [indptr[n], indptr[n + 1]); positions no segment covers are 0 (with out: kept)."""
     op = "gather_csr"
     src, indptr = tensor(src), tensor(indptr)
-    refuse_grad(op, src, out)
-    s, p = raw(src, op, "src"), raw(indptr, op, "indptr")
-    result = _C.gather_csr(s, p, _TORCH)
+    p = raw(indptr, op, "indptr")
     if out is None:
-        return result
+        return linear(src, lambda s: _C.gather_csr(raw(s, op, "src"), p, _TORCH),
+                      lambda grad: _C.segment_csr(raw(grad, op, "grad"), p, "sum", False, _TORCH))
+    refuse_grad(op, src, out)
+    result = _C.gather_csr(raw(src, op, "src"), p, _TORCH)
     dim = indptr.dim() - 1  # out's length along dim may exceed indptr's last value (the rest is kept)
     length = result.size(dim)
     if out.dim() != result.dim() or length > out.size(dim):
@@ -146,9 +196,12 @@ def gather_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tenso
     """out[..., e, ...] = src[..., index[..., e], ...] along dim index.dim() - 1."""
     op = "gather_coo"
     src, index = tensor(src), tensor(index)
-    refuse_grad(op, src, out)
-    result = _C.gather_coo(raw(src, op, "src"), raw(index, op, "index"), _TORCH)
+    i = raw(index, op, "index")
+    size = src.size(index.dim() - 1)
     if out is None:
-        return result
+        return linear(src, lambda s: _C.gather_coo(raw(s, op, "src"), i, _TORCH),
+                      lambda grad: _C.segment_coo(raw(grad, op, "grad"), i, "sum", size, False, _TORCH))
+    refuse_grad(op, src, out)
+    result = _C.gather_coo(raw(src, op, "src"), i, _TORCH)
     check_out(op, out, result.shape)
     return out.copy_(result)
