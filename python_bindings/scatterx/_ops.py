@@ -14,9 +14,11 @@ ValueError (any other bad argument), with the core's message:
 
 Gradients: when a torch input requires grad (and grad mode is on), gather,
 index_select, scatter_add, scatter_reduce, index_add, index_add_weighted and
-index_reduce are recorded through the autograd Functions of
-``scatterx.torch``; scatter, the in-place forms and the ``out=`` forms refuse
-such inputs rather than silently dropping the gradient.
+index_reduce, and their in-place forms, are recorded through the autograd
+Functions of ``scatterx.torch`` (an in-place write into a leaf that requires
+grad raises torch's RuntimeError, as torch's own in-place ops do); scatter /
+scatter_ and the ``out=`` forms refuse such inputs rather than silently
+dropping the gradient.
 """
 
 from __future__ import annotations
@@ -211,9 +213,9 @@ def _scatter_reduce(kind, in_place, input, dim, index, src, reduce, include_self
     op = kind + ("_" if in_place else "")
     if not isinstance(reduce, str):
         raise TypeError(f"{op}: expected reduce to be a string, got {reduce!r}")
-    if not in_place and _needs_grad(input, src):
+    if _needs_grad(input, src):
         from . import torch as sx_torch
-        return sx_torch.scatter_reduce(input, dim, index, src, reduce, include_self=include_self)
+        return sx_torch.scatter_reduce(input, dim, index, src, reduce, include_self=include_self, in_place=in_place)
     _no_grad_support(op, input, src)
     self_ = _writable(input, op, "input") if in_place else _raw(input, op, "input")
     result = _C.scatter(kind, self_, dim, _raw(index, op, "index"), _raw(src, op, "src"), reduce,
@@ -257,9 +259,9 @@ def _index_add(in_place, input, dim, index, source, alpha):
     op = "index_add_" if in_place else "index_add"
     if not _is_scalar(alpha):
         raise TypeError(f"{op}: expected alpha to be a Python number, got {type(alpha).__name__}")
-    if not in_place and _needs_grad(input, source):
+    if _needs_grad(input, source):
         from . import torch as sx_torch
-        return sx_torch.index_add(input, dim, index, source, alpha=alpha)
+        return sx_torch.index_add(input, dim, index, source, alpha=alpha, in_place=in_place)
     _no_grad_support(op, input, source)
     self_ = _writable(input, op, "input") if in_place else _raw(input, op, "input")
     result = _C.index_add(self_, dim, _raw(index, op, "index"), _raw(source, op, "source"),
@@ -279,9 +281,9 @@ def index_add_(input: Array, dim: int, index: Array, source: Array, *, alpha: An
 
 def _index_add_weighted(in_place, input, dim, index, source, weights):
     op = "index_add_weighted_" if in_place else "index_add_weighted"
-    if not in_place and _needs_grad(input, source, weights):
+    if _needs_grad(input, source, weights):
         from . import torch as sx_torch
-        return sx_torch.index_add_weighted(input, dim, index, source, weights)
+        return sx_torch.index_add_weighted(input, dim, index, source, weights, in_place=in_place)
     _no_grad_support(op, input, source, weights)
     self_ = _writable(input, op, "input") if in_place else _raw(input, op, "input")
     result = _C.index_add_weighted(self_, dim, _raw(index, op, "index"), _raw(source, op, "source"),
@@ -309,9 +311,9 @@ def _index_reduce(in_place, input, dim, index, source, reduce, include_self):
     op = "index_reduce_" if in_place else "index_reduce"
     if not isinstance(reduce, str):
         raise TypeError(f"{op}: expected reduce to be a string, got {reduce!r}")
-    if not in_place and _needs_grad(input, source):
+    if _needs_grad(input, source):
         from . import torch as sx_torch
-        return sx_torch.index_reduce(input, dim, index, source, reduce, include_self=include_self)
+        return sx_torch.index_reduce(input, dim, index, source, reduce, include_self=include_self, in_place=in_place)
     _no_grad_support(op, input, source)
     self_ = _writable(input, op, "input") if in_place else _raw(input, op, "input")
     result = _C.index_reduce(self_, dim, _raw(index, op, "index"), _raw(source, op, "source"),

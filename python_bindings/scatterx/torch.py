@@ -3,7 +3,9 @@
 ``scatterx.gather``, ``index_select``, ``scatter_add``, ``scatter_reduce``,
 ``index_add``, ``index_add_weighted`` (input, source and weights) and
 ``index_reduce`` (every reduce) route here by themselves when a torch input
-requires grad; these functions can also be called directly. The gradients
+requires grad, and so do their in-place forms (``in_place=True`` here:
+the write is recorded, and the backward sees the values from before it);
+these functions can also be called directly. The gradients
 follow torch's definitions: prod's with zeros (the product of the other
 factors), and the tie rule of amax/amin (the gradient is shared evenly
 among the elements, self included when ``include_self``, that equal the
@@ -113,6 +115,14 @@ def _reduce_backward(along: _Along, grad, input, src, out, reduce: str, include_
     return grad_input, grad_src
 
 
+def _write(ctx, op, input, *args, **kwargs):
+    """op(input, ...); an in-place op (its result is input) marks input as modified for autograd."""
+    out = op(input, *args, **kwargs)
+    if out is input:
+        ctx.mark_dirty(input)
+    return out
+
+
 class _Gather(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, dim, index):
@@ -145,11 +155,11 @@ class _IndexSelect(torch.autograd.Function):
 
 class _IndexAdd(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, input, dim, index, source, alpha):
+    def forward(ctx, input, dim, index, source, alpha, in_place):
         ctx.dim = dim
         ctx.alpha = alpha
         ctx.save_for_backward(index)
-        return _ops.index_add(input, dim, index, source, alpha=alpha)
+        return _write(ctx, _ops.index_add_ if in_place else _ops.index_add, input, dim, index, source, alpha=alpha)
 
     @staticmethod
     def backward(ctx, grad):
@@ -159,7 +169,7 @@ class _IndexAdd(torch.autograd.Function):
             grad_source = _ops.index_select(grad, ctx.dim, index)
             if ctx.alpha != 1:
                 grad_source = grad_source * ctx.alpha
-        return grad, None, None, grad_source, None
+        return grad, None, None, grad_source, None, None
 
 
 class _Reduce(torch.autograd.Function):
@@ -167,13 +177,13 @@ class _Reduce(torch.autograd.Function):
     index_reduce (slices=True: source's slices along dim)."""
 
     @staticmethod
-    def forward(ctx, input, dim, index, src, reduce, include_self, slices):
-        if slices:
-            out = _ops.index_reduce(input, dim, index, src, reduce, include_self=include_self)
-        else:
-            out = _ops.scatter_reduce(input, dim, index, src, reduce, include_self=include_self)
+    def forward(ctx, input, dim, index, src, reduce, include_self, slices, in_place):
+        original = input.clone() if in_place else input  # the backward needs the values before the write
+        op = {(False, False): _ops.scatter_reduce, (False, True): _ops.scatter_reduce_,
+              (True, False): _ops.index_reduce, (True, True): _ops.index_reduce_}[slices, in_place]
+        out = _write(ctx, op, input, dim, index, src, reduce, include_self=include_self)
         ctx.dim, ctx.reduce, ctx.include_self, ctx.slices = dim, reduce, include_self, slices
-        ctx.save_for_backward(input, index, src, out)
+        ctx.save_for_backward(original, index, src, out)
         return out
 
     @staticmethod
@@ -182,7 +192,7 @@ class _Reduce(torch.autograd.Function):
         part = src if ctx.slices else _region(src, index.shape)
         grad_input, grad_src = _reduce_backward(_Along(ctx.dim, index, ctx.slices), grad, input, part, out,
                                                 ctx.reduce, ctx.include_self)
-        return grad_input, None, None, _embed(grad_src, src), None, None, None
+        return grad_input, None, None, _embed(grad_src, src), None, None, None, None
 
 
 def _along_dim(weights: torch.Tensor, dim: int, ndim: int) -> torch.Tensor:
@@ -195,10 +205,11 @@ def _along_dim(weights: torch.Tensor, dim: int, ndim: int) -> torch.Tensor:
 
 class _IndexAddWeighted(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, input, dim, index, source, weights):
+    def forward(ctx, input, dim, index, source, weights, in_place):
         ctx.dim = dim
         ctx.save_for_backward(index, source, weights)
-        return _ops.index_add_weighted(input, dim, index, source, weights)
+        op = _ops.index_add_weighted_ if in_place else _ops.index_add_weighted
+        return _write(ctx, op, input, dim, index, source, weights)
 
     @staticmethod
     def backward(ctx, grad):
@@ -213,7 +224,7 @@ class _IndexAddWeighted(torch.autograd.Function):
                 others = [d for d in range(source.dim()) if d != dim]
                 grad_weights = (picked * source).sum(others).reshape(weights.shape) if others else \
                     (picked * source).reshape(weights.shape)
-        return grad, None, None, grad_source, grad_weights
+        return grad, None, None, grad_source, grad_weights, None
 
 
 def gather(input: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
@@ -226,31 +237,37 @@ def index_select(input: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Te
     return _IndexSelect.apply(input, dim, _tensor(index, input))
 
 
-def index_add(input: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *, alpha=1) -> torch.Tensor:
-    """Differentiable torch.index_add on the scatterx kernels."""
-    return _IndexAdd.apply(input, dim, _tensor(index, input), _tensor(source, input), alpha)
+def index_add(input: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *, alpha=1,
+              in_place: bool = False) -> torch.Tensor:
+    """Differentiable torch.index_add (Tensor.index_add_ with in_place) on the scatterx kernels."""
+    return _IndexAdd.apply(input, dim, _tensor(index, input), _tensor(source, input), alpha, in_place)
 
 
 def index_add_weighted(input: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor,
-                       weights: torch.Tensor) -> torch.Tensor:
+                       weights: torch.Tensor, *, in_place: bool = False) -> torch.Tensor:
     """Differentiable scatterx.index_add_weighted: gradients for input, source and weights (the MoE combine
     trains the router through weights)."""
     return _IndexAddWeighted.apply(input, dim, _tensor(index, input), _tensor(source, input),
-                                   _tensor(weights, input))
+                                   _tensor(weights, input), in_place)
 
 
-def scatter_add(input: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
-    """Differentiable torch.scatter_add on the scatterx kernels."""
-    return _Reduce.apply(input, dim, _tensor(index, input), _tensor(src, input), "sum", True, False)
+def scatter_add(input: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, *,
+                in_place: bool = False) -> torch.Tensor:
+    """Differentiable torch.scatter_add (Tensor.scatter_add_ with in_place) on the scatterx kernels."""
+    return scatter_reduce(input, dim, index, src, "sum", in_place=in_place)
 
 
 def scatter_reduce(input: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, *,
-                   include_self: bool = True) -> torch.Tensor:
-    """Differentiable torch.scatter_reduce on the scatterx kernels (sum, prod, mean, amax, amin)."""
-    return _Reduce.apply(input, dim, _tensor(index, input), _tensor(src, input), reduce, include_self, False)
+                   include_self: bool = True, in_place: bool = False) -> torch.Tensor:
+    """Differentiable torch.scatter_reduce (Tensor.scatter_reduce_ with in_place) on the scatterx kernels
+    (sum, prod, mean, amax, amin)."""
+    return _Reduce.apply(input, dim, _tensor(index, input), _tensor(src, input), reduce, include_self, False,
+                         in_place)
 
 
 def index_reduce(input: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, reduce: str, *,
-                 include_self: bool = True) -> torch.Tensor:
-    """Differentiable torch.index_reduce on the scatterx kernels (prod, mean, amax, amin)."""
-    return _Reduce.apply(input, dim, _tensor(index, input), _tensor(source, input), reduce, include_self, True)
+                 include_self: bool = True, in_place: bool = False) -> torch.Tensor:
+    """Differentiable torch.index_reduce (Tensor.index_reduce_ with in_place) on the scatterx kernels (prod,
+    mean, amax, amin)."""
+    return _Reduce.apply(input, dim, _tensor(index, input), _tensor(source, input), reduce, include_self, True,
+                         in_place)

@@ -331,3 +331,18 @@ def test_errors_name_op_and_values():
         ts.segment_csr(src, torch.tensor([0.0, 4.0]))
     with pytest.raises(ValueError):
         ts.scatter(src, torch.tensor([0, 0, 0, 0]), reduce="median")
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "mul"])
+def test_gradients_through_out(reduce):
+    """With out (a non-leaf), sum, mean and mul record their write into out: gradients in src and out."""
+    src = _distinct(6, 3, seed=6)
+    start = _distinct(4, 3, seed=7)
+    index = torch.tensor([0, 1, 0, 3, 3, 3])
+
+    def f(src, start):
+        out = start * 1.0
+        return ts.scatter(src, index, 0, out=out, reduce=reduce)
+
+    small = [(t.detach() / 4).requires_grad_() for t in (src, start)]
+    assert torch.autograd.gradcheck(f, tuple(small), eps=1e-6, atol=1e-5)

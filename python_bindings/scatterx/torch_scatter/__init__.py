@@ -5,7 +5,8 @@ Same names, signatures, defaults and results (index broadcasting, dim=-1, dim_si
 README ("scatterx.torch_scatter"): results are deterministic on every device, 16-bit floats accumulate in
 float, amax/amin propagate NaN, integer means always floor, and invalid input raises instead of being
 undefined. Gradients: every function, in src, when out is not given (torch_scatter's rules: min/max send the
-gradient to the arg position); with out, inputs that require grad are refused.
+gradient to the arg position); with out, the sums, means and mul record their write into out, and the other
+functions refuse inputs that require grad.
 """
 
 from ._composite import scatter_log_softmax, scatter_logsumexp, scatter_softmax, scatter_std

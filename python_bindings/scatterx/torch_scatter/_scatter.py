@@ -14,7 +14,7 @@ def scatter_sum(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opti
                 dim_size: Optional[int] = None) -> torch.Tensor:
     """Sums src into out at index along dim; a new zero-filled out (dim_size, or index.max() + 1) when none is given.
 
-    Differentiable in src when out is not given.
+    Differentiable in src, and in out when given (the write into out is recorded, as Tensor.scatter_add_).
     """
     src, index = tensor(src), tensor(index)
     index = broadcast(index, src, dim)
@@ -34,14 +34,13 @@ def scatter_mul(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opti
                 dim_size: Optional[int] = None) -> torch.Tensor:
     """Multiplies src into out (ones when none is given: an empty position is 1).
 
-    Differentiable in src when out is not given (torch's prod rule, zeros included).
+    Differentiable in src and out (torch's prod rule, zeros included).
     """
     src, index = tensor(src), tensor(index)
     index = broadcast(index, src, dim)
     if out is None:
         ones = src.new_ones(output_size(src, index, dim, dim_size))
         return _ops.scatter_reduce(ones, dim, index, src, "prod")
-    refuse_grad("scatter_mul", src, out)
     return _ops.scatter_reduce_(out, dim, index, src, "prod")
 
 
