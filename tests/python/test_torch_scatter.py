@@ -346,3 +346,18 @@ def test_gradients_through_out(reduce):
 
     small = [(t.detach() / 4).requires_grad_() for t in (src, start)]
     assert torch.autograd.gradcheck(f, tuple(small), eps=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=[c[0] for c in GRAD_CASES])
+def test_backward_creates_no_tensor_without_a_device(case):
+    """As test_autograd's check: a tensor a backward creates without naming a device would be a CPU tensor
+    beside CUDA inputs."""
+    from test_autograd import _FactoryCalls
+
+    op_id, f = case
+    out = f(_distinct(6, 3, seed=8))
+    arg_grad = (None,) if "min" in op_id or "max" in op_id else ()  # min/max nodes also take arg's gradient
+    calls = _FactoryCalls()
+    with calls:  # the node's own backward, called here (the engine would run it outside the mode)
+        out.grad_fn.apply(torch.ones_like(out), *arg_grad)
+    assert calls.without_device == []
