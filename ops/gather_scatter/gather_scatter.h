@@ -1,0 +1,37 @@
+// Fused gather-scatter: the message-passing aggregation of a graph network,
+// out[n] = reduce over the edges e with dst_index[e] == n of
+// x[src_index[e]] * edge_weight[e], without materialising the E x F
+// messages that index_select + index_add_ would.
+//
+// Contract:
+//  - x is [N, F...] (rows along dim 0, any strides); src_index and dst_index
+//    are 1-d int32 or int64 of one length E (their dtypes may differ);
+//    edge_weight is null or 1-d of length E in x's dtype. x is a floating
+//    dtype (float16, bfloat16, float32, float64).
+//  - out is a new contiguous [dim_size, F...] tensor on x's device;
+//    dim_size < 0 means max(dst_index) + 1 (0 for E == 0).
+//  - reduce is Sum, Mean, Amax or Amin. Each destination row folds its edges
+//    in edge order with the functors of ops/reduce_ops.h in the accumulation
+//    type (float for 16-bit floats), the product x * w formed there, and is
+//    written once: mean divides by max(count, 1); a row no edge reaches is 0
+//    for every reduce (torch_scatter's rule).
+//  - Deterministic: results do not depend on the thread count.
+//  - Extra memory: the grouping of edges by destination (O(E) int64) and a
+//    contiguous copy of x when x is not contiguous; never E x F.
+//  - Invalid arguments raise before anything is computed: ArgumentError for
+//    shapes and the reduce, DTypeError for dtypes, IndexError for an index
+//    value out of range (naming the first bad position).
+//  - CPU only so far: a CUDA x raises ArgumentError ("not yet on CUDA").
+#pragma once
+
+#include <cstdint>
+
+#include "ops/reduce.h"
+#include "ops/tensor.h"
+
+namespace scatterx {
+
+Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const TensorView& dst_index, Reduce reduce,
+                      const TensorView* edge_weight = nullptr, int64_t dim_size = -1);
+
+}  // namespace scatterx

@@ -1,0 +1,27 @@
+// Internal: what the gather_scatter front end hands to the CPU kernel after
+// validation. The kernel trusts these arguments completely.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/reduce.h"
+#include "ops/tensor.h"
+
+namespace scatterx::detail {
+
+struct GatherScatterArgs {
+  const char* op = "";
+  Reduce reduce = Reduce::Sum;
+  TensorView x;          // contiguous [N, F]
+  TensorView src_index;  // 1-d, values in [0, N)
+  TensorView dst_index;  // 1-d, values in [0, num_out)
+  TensorView weight;     // 1-d in x's dtype; data null when unweighted
+  TensorView out;        // contiguous [num_out, F]
+  int64_t edges = 0;
+  int64_t features = 0;  // F: the product of x's sizes after dim 0
+  int64_t num_out = 0;
+};
+
+void gather_scatter_cpu(const GatherScatterArgs& args);
+
+}  // namespace scatterx::detail

@@ -1,0 +1,233 @@
+// gather_scatter against a serial reference (a plain loop over the edges in
+// order, folding x[src[e]] * w[e] into out[dst[e]] with the functors of
+// ops/reduce_ops.h, so results must match bit for bit): every floating
+// dtype x reduce x index dtypes, with and without weights, strided
+// arguments, empty edge lists, dim_size beyond max(dst); then the error paths.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "ops/reduce_ops.h"
+#include "scatterx.h"
+#include "tests/test_util.h"
+
+namespace sxt {
+namespace {
+
+const std::vector<DType>& float_dtypes() {
+  static const std::vector<DType> kDTypes = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
+  return kDTypes;
+}
+
+const std::vector<Reduce>& reduces() {
+  static const std::vector<Reduce> kReduces = {Reduce::Sum, Reduce::Mean, Reduce::Amax, Reduce::Amin};
+  return kReduces;
+}
+
+template <typename T, Reduce R>
+Tensor reference_typed(const TensorView& x, const TensorView& src, const TensorView& dst, const TensorView* w,
+                       int64_t num_out) {
+  using A = scatterx::acc_t<T>;
+  using Op = scatterx::ReduceOp<R, A>;
+  const Tensor xc = Tensor::clone(x);
+  const int64_t rows = x.size(0);
+  const int64_t F = rows == 0 ? 0 : xc.numel() / rows;
+  std::vector<A> acc(static_cast<size_t>(num_out * F), Op::identity());
+  std::vector<int64_t> count(static_cast<size_t>(num_out), 0);
+  auto index_at = [](const TensorView& v, int64_t e) {
+    const int64_t c[1] = {e};
+    return v.dtype() == DType::Int32 ? int64_t{load<int32_t>(v, c)} : load<int64_t>(v, c);
+  };
+  const T* xd = static_cast<const T*>(xc.data());
+  for (int64_t e = 0; e < src.size(0); ++e) {
+    const int64_t s = index_at(src, e);
+    const int64_t d = index_at(dst, e);
+    const int64_t c[1] = {e};
+    const A weight = w != nullptr ? static_cast<A>(load<T>(*w, c)) : A(1);
+    ++count[d];
+    for (int64_t j = 0; j < F; ++j) {
+      const A v = static_cast<A>(xd[s * F + j]);
+      acc[d * F + j] = Op::combine(acc[d * F + j], w != nullptr ? scatterx::arith::mul(v, weight) : v);
+    }
+  }
+  Shape shape = x.sizes();
+  shape[0] = num_out;
+  Tensor out = Tensor::empty(shape, x.dtype());
+  T* o = static_cast<T*>(out.data());
+  for (int64_t n = 0; n < num_out; ++n) {
+    for (int64_t j = 0; j < F; ++j) {
+      const bool zero = count[n] == 0;
+      o[n * F + j] = zero ? T(0) : static_cast<T>(Op::finalize(acc[n * F + j], count[n]));
+    }
+  }
+  return out;
+}
+
+Tensor reference(const TensorView& x, const TensorView& src, const TensorView& dst, Reduce reduce,
+                 const TensorView* w, int64_t num_out) {
+  Tensor out;
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      switch (reduce) {
+        case Reduce::Sum: out = reference_typed<T, Reduce::Sum>(x, src, dst, w, num_out); break;
+        case Reduce::Mean: out = reference_typed<T, Reduce::Mean>(x, src, dst, w, num_out); break;
+        case Reduce::Amax: out = reference_typed<T, Reduce::Amax>(x, src, dst, w, num_out); break;
+        default: out = reference_typed<T, Reduce::Amin>(x, src, dst, w, num_out); break;
+      }
+    }
+  });
+  return out;
+}
+
+// A 1-d tensor of `n` elements, read through a step-2 view half the time.
+TensorView strided_1d(int64_t n, DType dtype, Rng& rng, Tensor& storage) {
+  if (rng.chance(0.5)) {
+    storage = Tensor::empty({n}, dtype);
+    return storage;
+  }
+  storage = Tensor::zeros({2 * n}, dtype);
+  return storage.slice(0, 0, 2 * n, 2);
+}
+
+TEST(GatherScatter, MatchesReference) {
+  Rng rng(case_seed("GatherScatter.MatchesReference", 0));
+  ValueOptions values;
+  values.special_rate = 0;
+  int cases = 0;
+  for (DType dtype : float_dtypes()) {
+    for (Reduce reduce : reduces()) {
+      for (DType src_dtype : {DType::Int32, DType::Int64}) {
+        for (int weighted = 0; weighted < 2; ++weighted) {
+          for (int rep = 0; rep < 3; ++rep) {
+            SCOPED_TRACE(dtype_label(dtype) + " " + reduce_label(reduce) + " " + dtype_label(src_dtype) +
+                         (weighted ? " weighted" : "") + " rep " + std::to_string(rep));
+            const int64_t nodes = rng.uniform(1, 30);
+            const int64_t edges = rep == 0 ? 0 : rng.uniform(1, 300);
+            Shape xs = {nodes};
+            const int rank = static_cast<int>(rng.uniform(0, 2));
+            for (int d = 0; d < rank; ++d) xs.push_back(rng.uniform(1, d == 0 ? 70 : 3));
+            // Half the time x is read through a step-2 view of its dim 1.
+            const bool strided_x = rank >= 1 && rng.chance(0.5);
+            Shape storage_shape = xs;
+            if (strided_x) storage_shape[1] *= 2;
+            Tensor x = Tensor::empty(storage_shape, dtype);
+            const TensorView xv = strided_x ? x.slice(1, 0, storage_shape[1], 2) : TensorView(x);
+            fill_random(xv, rng, values);
+            Tensor s_store, d_store, w_store;
+            const DType dst_dtype = rng.chance(0.5) ? DType::Int32 : DType::Int64;
+            const TensorView src = strided_1d(edges, src_dtype, rng, s_store);
+            const TensorView dst = strided_1d(edges, dst_dtype, rng, d_store);
+            const TensorView w = strided_1d(edges, dtype, rng, w_store);
+            const int64_t dst_hi = rng.uniform(0, 40);
+            fill_index(src, rng, 0, nodes - 1);
+            fill_index(dst, rng, 0, dst_hi);
+            fill_random(w, rng, values);
+            const int64_t max_dst = [&] {
+              int64_t m = -1;
+              for (int64_t e = 0; e < edges; ++e) {
+                const int64_t c[1] = {e};
+                m = std::max(m, dst_dtype == DType::Int32 ? int64_t{load<int32_t>(dst, c)} : load<int64_t>(dst, c));
+              }
+              return m;
+            }();
+            const int64_t dim_size = rng.chance(0.5) ? -1 : max_dst + 1 + rng.uniform(0, 5);
+            const TensorView* wp = weighted ? &w : nullptr;
+            const Tensor got = scatterx::gather_scatter(xv, src, dst, reduce, wp, dim_size);
+            const Tensor want = reference(xv, src, dst, reduce, wp, dim_size < 0 ? max_dst + 1 : dim_size);
+            EXPECT_TRUE(same_values(got, want));
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 4 * 4 * 2 * 2 * 3);
+}
+
+// Many edges into few destinations (the dense grouping) and many
+// destinations (the sparse one), unweighted sum against index_select + index_add.
+TEST(GatherScatter, MatchesIndexSelectIndexAdd) {
+  Rng rng(case_seed("GatherScatter.MatchesIndexSelectIndexAdd", 0));
+  ValueOptions values;
+  values.special_rate = 0;
+  for (int64_t nodes : {int64_t{7}, int64_t{5000}}) {
+    const int64_t edges = 20000;
+    Tensor x = Tensor::empty({nodes, 16}, DType::Float64);
+    fill_random(x, rng, values);
+    Tensor src = Tensor::empty({edges}, DType::Int64);
+    Tensor dst = Tensor::empty({edges}, DType::Int64);
+    fill_index(src, rng, 0, nodes - 1);
+    fill_index(dst, rng, 0, nodes - 1);
+    const Tensor messages = scatterx::index_select(x, 0, src);
+    const Tensor want = scatterx::index_add(Tensor::zeros({nodes, 16}, DType::Float64), 0, dst, messages);
+    const Tensor got = scatterx::gather_scatter(x, src, dst, Reduce::Sum, nullptr, nodes);
+    EXPECT_TRUE(same_values(got, want));
+  }
+}
+
+TEST(GatherScatter, Deterministic) {
+  Rng rng(case_seed("GatherScatter.Deterministic", 0));
+  Tensor x = Tensor::empty({1000, 64}, DType::Float32);
+  fill_random(x, rng);
+  Tensor src = Tensor::empty({50000}, DType::Int32);
+  Tensor dst = Tensor::empty({50000}, DType::Int32);
+  Tensor w = Tensor::empty({50000}, DType::Float32);
+  fill_index(src, rng, 0, 999);
+  fill_index(dst, rng, 0, 99);
+  fill_random(w, rng);
+  const Tensor a = scatterx::gather_scatter(x, src, dst, Reduce::Sum, &w, -1);
+  const Tensor b = scatterx::gather_scatter(x, src, dst, Reduce::Sum, &w, -1);
+  EXPECT_TRUE(same_values(a, b));
+  EXPECT_EQ(a.size(0), 100);
+}
+
+TEST(GatherScatter, EmptyEdgesGiveZeros) {
+  const Tensor x = make_tensor<float>({2, 2}, {1, 2, 3, 4});
+  const Tensor none = Tensor::empty({0}, DType::Int64);
+  const Tensor out = scatterx::gather_scatter(x, none, none, Reduce::Amax, nullptr, 3);
+  EXPECT_TRUE(same_values(out, Tensor::zeros({3, 2}, DType::Float32)));
+  EXPECT_EQ(scatterx::gather_scatter(x, none, none, Reduce::Sum, nullptr, -1).size(0), 0);
+}
+
+TEST(GatherScatterErrors, Checked) {
+  const Tensor x = Tensor::zeros({4, 2}, DType::Float32);
+  const Tensor src = make_tensor<int64_t>({3}, {0, 1, 2});
+  const Tensor dst = make_tensor<int64_t>({3}, {0, 1, 1});
+  expect_error<scatterx::IndexError>(
+      [&] { scatterx::gather_scatter(x, make_tensor<int64_t>({3}, {0, 4, 1}), dst, Reduce::Sum); },
+      {"gather_scatter: ", "4", "[1]"});
+  expect_error<scatterx::IndexError>(
+      [&] { scatterx::gather_scatter(x, src, make_tensor<int32_t>({3}, {0, 1, -2}), Reduce::Sum); },
+      {"gather_scatter: ", "-2", "[2]"});
+  expect_error<scatterx::IndexError>(
+      [&] { scatterx::gather_scatter(x, src, make_tensor<int64_t>({3}, {0, 5, 1}), Reduce::Sum, nullptr, 5); },
+      {"gather_scatter: ", "5", "[1]"});
+  expect_error<scatterx::DTypeError>(
+      [&] { scatterx::gather_scatter(x, make_tensor<float>({3}, {0, 1, 2}), dst, Reduce::Sum); },
+      {"gather_scatter: ", "int32 or int64", "float32"});
+  expect_error<scatterx::DTypeError>(
+      [&] { scatterx::gather_scatter(Tensor::zeros({4, 2}, DType::Int64), src, dst, Reduce::Sum); },
+      {"gather_scatter: ", "floating", "int64"});
+  const Tensor w64 = make_tensor<double>({3}, {1, 2, 3});
+  expect_error<scatterx::DTypeError>([&] { scatterx::gather_scatter(x, src, dst, Reduce::Sum, &w64); },
+                                     {"gather_scatter: ", "edge_weight"});
+  const Tensor w2 = make_tensor<float>({2}, {1, 2});
+  expect_error<scatterx::ArgumentError>([&] { scatterx::gather_scatter(x, src, dst, Reduce::Sum, &w2); },
+                                        {"gather_scatter: ", "edge_weight of length 3", "got 2"});
+  expect_error<scatterx::ArgumentError>(
+      [&] { scatterx::gather_scatter(x, src, make_tensor<int64_t>({2}, {0, 1}), Reduce::Sum); },
+      {"gather_scatter: ", "dst_index of length 3"});
+  expect_error<scatterx::ArgumentError>(
+      [&] { scatterx::gather_scatter(x, Tensor::zeros({3, 1}, DType::Int64), dst, Reduce::Sum); },
+      {"gather_scatter: ", "src_index to be 1-d"});
+  expect_error<scatterx::ArgumentError>([&] { scatterx::gather_scatter(x, src, dst, Reduce::Prod); },
+                                        {"gather_scatter: ", "sum, mean, amax, amin", "prod"});
+  expect_error<scatterx::ArgumentError>(
+      [&] { scatterx::gather_scatter(Tensor::zeros({}, DType::Float32), src, dst, Reduce::Sum); },
+      {"gather_scatter: ", "at least 1 dimension"});
+}
+
+}  // namespace
+}  // namespace sxt
