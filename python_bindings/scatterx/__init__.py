@@ -15,6 +15,7 @@ from . import cuda
 from ._C import __version__
 from ._ops import (
     gather,
+    gather_scatter,
     index_add,
     index_add_,
     index_add_weighted,
@@ -34,6 +35,7 @@ __all__ = [
     "__version__",
     "cuda",
     "gather",
+    "gather_scatter",
     "index_select",
     "scatter",
     "scatter_",

@@ -34,7 +34,7 @@ from . import _C
 __all__ = [
     "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce", "scatter_reduce_",
     "index_select", "index_add", "index_add_", "index_add_weighted", "index_add_weighted_", "index_reduce",
-    "index_reduce_",
+    "index_reduce_", "gather_scatter",
 ]
 
 Array = Any  # numpy.ndarray or torch.Tensor
@@ -331,3 +331,25 @@ def index_reduce_(input: Array, dim: int, index: Array, source: Array, reduce: s
                   include_self: bool = True) -> Array:
     """Tensor.index_reduce_: in place; returns ``input``."""
     return _index_reduce(True, input, dim, index, source, reduce, include_self)
+
+
+def gather_scatter(x: Array, src_index: Array, dst_index: Array, reduce: str = "sum", *,
+                   edge_weight: Optional[Array] = None, dim_size: Optional[int] = None) -> Array:
+    """Fused message passing: ``out[n]`` reduces ``x[src_index[e]] * edge_weight[e]`` over the edges
+    ``e`` with ``dst_index[e] == n``, i.e. ``scatter(x[src_index] * edge_weight[:, None], dst_index)``,
+    without forming the E x F messages.
+
+    ``reduce`` is ``'sum' | 'mean' | 'amax' | 'amin'`` (a destination no edge reaches is 0);
+    ``dim_size`` defaults to ``max(dst_index) + 1``. Each destination row folds its edges in edge
+    order in the accumulation type (float for float16/bfloat16), so results are deterministic.
+    CPU only so far. Differentiable in x and edge_weight for sum and mean (``scatterx.torch``).
+    """
+    op = "gather_scatter"
+    if not isinstance(reduce, str):
+        raise TypeError(f"{op}: expected reduce to be a string, got {reduce!r}")
+    if _needs_grad(x, edge_weight):
+        from . import torch as sx_torch
+        return sx_torch.gather_scatter(x, src_index, dst_index, reduce, edge_weight=edge_weight, dim_size=dim_size)
+    weight = None if edge_weight is None else _raw(edge_weight, op, "edge_weight")
+    return _C.gather_scatter(_raw(x, op, "x"), _raw(src_index, op, "src_index"), _raw(dst_index, op, "dst_index"),
+                             reduce, weight, -1 if dim_size is None else int(dim_size), _framework(x))

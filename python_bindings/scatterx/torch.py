@@ -20,7 +20,7 @@ import torch
 from . import _ops
 
 __all__ = ["gather", "index_select", "scatter_add", "scatter_reduce", "index_add", "index_add_weighted",
-           "index_reduce"]
+           "index_reduce", "gather_scatter"]
 
 
 def _tensor(x, like: torch.Tensor) -> torch.Tensor:
@@ -225,6 +225,40 @@ class _IndexAddWeighted(torch.autograd.Function):
                 grad_weights = (picked * source).sum(others).reshape(weights.shape) if others else \
                     (picked * source).reshape(weights.shape)
         return grad, None, None, grad_source, grad_weights, None
+
+
+class _GatherScatter(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, src_index, dst_index, reduce, edge_weight, dim_size):
+        out = _ops.gather_scatter(x, src_index, dst_index, reduce, edge_weight=edge_weight, dim_size=dim_size)
+        ctx.reduce = reduce
+        ctx.save_for_backward(x, src_index, dst_index, edge_weight)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, src_index, dst_index, edge_weight = ctx.saved_tensors
+        if ctx.reduce == "mean":  # each edge's share of its row: grad / (edges into the row, at least 1)
+            counts = torch.bincount(dst_index.long(), minlength=grad.shape[0]).clamp_(min=1)
+            grad = grad / counts.to(grad.dtype).reshape([-1] + [1] * (grad.dim() - 1))
+        grad_x = grad_weight = None
+        if ctx.needs_input_grad[0]:  # the transposed graph: rows of grad flow back along the edges
+            grad_x = _ops.gather_scatter(grad, dst_index, src_index, "sum", edge_weight=edge_weight,
+                                         dim_size=x.shape[0])
+        if ctx.needs_input_grad[4]:  # dot(grad[dst[e]], x[src[e]]); forms the E x F products
+            products = grad.index_select(0, dst_index.long()) * x.index_select(0, src_index.long())
+            grad_weight = products.reshape(products.shape[0], -1).sum(1)
+        return grad_x, None, None, None, grad_weight, None
+
+
+def gather_scatter(x: torch.Tensor, src_index: torch.Tensor, dst_index: torch.Tensor, reduce: str = "sum", *,
+                   edge_weight: torch.Tensor | None = None, dim_size: int | None = None) -> torch.Tensor:
+    """Differentiable scatterx.gather_scatter: gradients for x and edge_weight, reduce 'sum' or 'mean'."""
+    if reduce not in ("sum", "mean"):
+        raise TypeError(f"gather_scatter: gradients are implemented for reduce 'sum' and 'mean', got {reduce!r}; "
+                        "call .detach() on the inputs for a forward-only amax / amin")
+    weight = None if edge_weight is None else _tensor(edge_weight, x)
+    return _GatherScatter.apply(x, _tensor(src_index, x), _tensor(dst_index, x), reduce, weight, dim_size)
 
 
 def gather(input: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:

@@ -17,7 +17,8 @@
 
 namespace nb = nanobind;
 
-void register_segment_ops(nb::module_& m);  // segment_module.cpp
+void register_segment_ops(nb::module_& m);         // segment_module.cpp
+void register_gather_scatter_ops(nb::module_& m);  // gather_scatter_module.cpp
 
 #if SCATTERX_PY_WITH_DIST
 void register_dist(nb::module_& m);  // dist_module.cpp: the submodule _C.dist
@@ -262,6 +263,7 @@ NB_MODULE(_C, m) {
   register_scatter_ops(m);
   register_index_ops(m);
   register_segment_ops(m);
+  register_gather_scatter_ops(m);
 
 #if SCATTERX_PY_WITH_DIST
   register_dist(m);  // after register_errors' translator, so that the dist errors' own translator is tried first

@@ -17,7 +17,10 @@ PACKAGE_DIR = pathlib.Path(scatterx.__file__).parent
 
 
 def test_public_api():
-    assert sorted(scatterx.__all__) == sorted(PUBLIC + ["__version__", "cuda"])
+    assert sorted(scatterx.__all__) == sorted(PUBLIC + ["__version__", "cuda", "gather_scatter"])
+    fused = inspect.signature(scatterx.gather_scatter).parameters
+    assert list(fused) == ["x", "src_index", "dst_index", "reduce", "edge_weight", "dim_size"]
+    assert scatterx.gather_scatter.__doc__
     assert callable(scatterx.cuda.is_built) and callable(scatterx.cuda.set_deterministic)
     for name in PUBLIC:
         f = getattr(scatterx, name)

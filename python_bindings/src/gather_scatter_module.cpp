@@ -1,0 +1,39 @@
+// The fused gather-scatter (ops/gather_scatter/gather_scatter.h) on DLPack
+// arrays; scatterx.gather_scatter (scatterx/_ops.py) wraps it. Registered by
+// module.cpp.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <optional>
+#include <string>
+
+#include "arrays.h"
+#include "scatterx.h"
+
+namespace nb = nanobind;
+
+void register_gather_scatter_ops(nb::module_& m) {
+  using scatterx::python::Framework;
+  using scatterx::python::InArray;
+  m.def(
+      "gather_scatter",
+      [](const InArray& x, const InArray& src_index, const InArray& dst_index, const std::string& reduce,
+         const std::optional<InArray>& edge_weight, int64_t dim_size, Framework fw) -> nb::object {
+        constexpr const char* op = "gather_scatter";
+        const scatterx::TensorView xv = scatterx::python::view_of(x, op, "x");
+        const scatterx::TensorView s = scatterx::python::view_of(src_index, op, "src_index");
+        const scatterx::TensorView d = scatterx::python::view_of(dst_index, op, "dst_index");
+        std::optional<scatterx::TensorView> w;
+        if (edge_weight) w = scatterx::python::view_of(*edge_weight, op, "edge_weight");
+        const scatterx::Reduce r = scatterx::reduce_from_name(reduce, op);
+        return scatterx::python::to_python(scatterx::python::without_gil([&] {
+                                             return scatterx::gather_scatter(xv, s, d, r, w ? &*w : nullptr, dim_size);
+                                           }),
+                                           fw);
+      },
+      nb::arg("x"), nb::arg("src_index"), nb::arg("dst_index"), nb::arg("reduce"), nb::arg("edge_weight").none(),
+      nb::arg("dim_size"), nb::arg("framework"),
+      "out[n] = reduce of x[src_index[e]] * edge_weight[e] over the edges e with dst_index[e] == n.");
+}
