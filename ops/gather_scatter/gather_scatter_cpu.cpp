@@ -18,42 +18,77 @@ namespace {
 constexpr int64_t kTile = 64;           // features one pass over a group folds together
 constexpr int64_t kUnitElements = 4096;  // about this many source reads per dynamic piece
 
-template <typename T, Reduce R, typename I, bool kWeighted>
-void fold_groups(const GatherScatterArgs& a, const TargetGroups& groups) {
-  using A = acc_t<T>;
-  using Op = ReduceOp<R, A>;
-  const T* x = static_cast<const T*>(a.x.data());
+constexpr int64_t kPrefetch = 12;        // edges ahead whose source row is prefetched
+
+// The grouped edges' source row offsets (and weights, in the accumulation
+// type) laid out in group order, so the fold reads them sequentially and
+// its row loads do not wait on two dependent index loads each.
+template <typename T, typename I, bool kWeighted>
+void lay_out_edges(const GatherScatterArgs& a, const TargetGroups& groups, Buffer<int64_t>& rows,
+                   Buffer<acc_t<T>>& weights) {
   const I* src = static_cast<const I*>(a.src_index.data());
   const int64_t src_stride = a.src_index.strides()[0];
   const T* weight = static_cast<const T*>(a.weight.data());
   const int64_t weight_stride = kWeighted ? a.weight.strides()[0] : 0;
+  parallel_for(a.edges, int64_t{1} << 14, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t e = groups.order[p];
+      rows[p] = static_cast<int64_t>(src[e * src_stride]) * a.features;
+      if constexpr (kWeighted) weights[p] = static_cast<acc_t<T>>(weight[e * weight_stride]);
+    }
+  });
+}
+
+// Folds the edges [begin, end) of one group over features [k0, k0 + count)
+// into o. kCount > 0 fixes count at compile time (whole tiles: the
+// accumulators stay in registers), 0 takes it at run time.
+template <typename T, Reduce R, bool kWeighted, int64_t kCount>
+void fold_tile(const GatherScatterArgs& a, const Buffer<int64_t>& rows, const Buffer<acc_t<T>>& weights,
+               int64_t begin, int64_t end, int64_t k0, int64_t runtime_count, T* o) {
+  using A = acc_t<T>;
+  using Op = ReduceOp<R, A>;
+  const T* x = static_cast<const T*>(a.x.data());
+  const int64_t count = kCount > 0 ? kCount : runtime_count;
+  A acc[kTile];
+  for (int64_t j = 0; j < count; ++j) acc[j] = Op::identity();
+  for (int64_t p = begin; p < end; ++p) {
+    if (p + kPrefetch < a.edges) {
+      const char* ahead = reinterpret_cast<const char*>(x + rows[p + kPrefetch] + k0);
+      for (size_t b = 0; b < count * sizeof(T); b += 64) __builtin_prefetch(ahead + b);
+    }
+    const T* row = x + rows[p] + k0;
+    if constexpr (kWeighted) {
+      const A w = weights[p];
+      for (int64_t j = 0; j < count; ++j) acc[j] = Op::combine(acc[j], arith::mul(static_cast<A>(row[j]), w));
+    } else {
+      for (int64_t j = 0; j < count; ++j) acc[j] = Op::combine(acc[j], static_cast<A>(row[j]));
+    }
+  }
+  const bool empty_is_zero = begin == end && (R == Reduce::Amax || R == Reduce::Amin);
+  const int64_t n = std::max<int64_t>(end - begin, 1);
+  for (int64_t j = 0; j < count; ++j) o[k0 + j] = empty_is_zero ? T(0) : static_cast<T>(Op::finalize(acc[j], n));
+}
+
+template <typename T, Reduce R, typename I, bool kWeighted>
+void fold_groups(const GatherScatterArgs& a, const TargetGroups& groups) {
   T* out = static_cast<T*>(a.out.data());
   const int64_t F = a.features;
+  Buffer<int64_t> rows(a.edges);
+  Buffer<acc_t<T>> weights(kWeighted ? a.edges : 0);
+  lay_out_edges<T, I, kWeighted>(a, groups, rows, weights);
   const int64_t reads = std::max<int64_t>(1, a.edges * F);
   const int64_t grain = std::max<int64_t>(1, kUnitElements * groups.num_groups / reads);
   parallel_for_dynamic(groups.num_groups, grain, [&](int64_t first, int64_t last) {
-    A acc[kTile];
     for (int64_t g = first; g < last; ++g) {
       const int64_t begin = groups.offsets[g];
       const int64_t end = groups.offsets[g + 1];
       T* o = out + groups.target_of(g) * F;
-      const bool empty_is_zero = begin == end && (R == Reduce::Amax || R == Reduce::Amin);
       for (int64_t k0 = 0; k0 < F; k0 += kTile) {
         const int64_t count = std::min(kTile, F - k0);
-        for (int64_t j = 0; j < count; ++j) acc[j] = Op::identity();
-        for (int64_t p = begin; p < end; ++p) {
-          const int64_t e = groups.order[p];
-          const T* row = x + static_cast<int64_t>(src[e * src_stride]) * F + k0;
-          if constexpr (kWeighted) {
-            const A w = static_cast<A>(weight[e * weight_stride]);
-            for (int64_t j = 0; j < count; ++j) acc[j] = Op::combine(acc[j], arith::mul(static_cast<A>(row[j]), w));
-          } else {
-            for (int64_t j = 0; j < count; ++j) acc[j] = Op::combine(acc[j], static_cast<A>(row[j]));
-          }
-        }
-        const int64_t n = std::max<int64_t>(end - begin, 1);
-        for (int64_t j = 0; j < count; ++j) {
-          o[k0 + j] = empty_is_zero ? T(0) : static_cast<T>(Op::finalize(acc[j], n));
+        if (count == kTile) {
+          fold_tile<T, R, kWeighted, kTile>(a, rows, weights, begin, end, k0, count, o);
+        } else {
+          fold_tile<T, R, kWeighted, 0>(a, rows, weights, begin, end, k0, count, o);
         }
       }
     }
