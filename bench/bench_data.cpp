@@ -109,6 +109,7 @@ const GnnData& gnn_data() {
     d.aggregate = touched_zeros({s.nodes, s.features}, DType::Float32);
     d.index[static_cast<int>(Dist::Uniform)] = make_index(s.edges, s.nodes, Dist::Uniform, kSeed + 3);
     d.index[static_cast<int>(Dist::PowerLaw)] = make_index(s.edges, s.nodes, Dist::PowerLaw, kSeed + 4);
+    d.src_index = make_index(s.edges, s.nodes, Dist::Uniform, kSeed + 5);
     return d;
   }();
   return data;

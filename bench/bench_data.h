@@ -63,6 +63,7 @@ struct GnnData {
   scatterx::Tensor gathered;   // [edges, features]: gather / index_select output
   scatterx::Tensor aggregate;  // [nodes, features]: scatter destination
   scatterx::Tensor index[2];   // [edges] int64, by Dist
+  scatterx::Tensor src_index;  // [edges] int64 uniform: gather_scatter's source nodes (index[] its destinations)
 };
 const GnnData& gnn_data();
 

@@ -11,6 +11,10 @@
 //        gather and the scatters take the 1-d index expanded to [1M, 64] with
 //        unsqueeze(1).expand() (stride 0 along the features), as torch_scatter
 //        users broadcast it; index_select and index_add_ take it 1-d.
+//        BM_gather_scatter folds table[src_index] into [100k, 64] by index
+//        (fused, a new output per call) next to BM_index_select_index_add, the
+//        same result in two steps through the [1M, 64] messages (index_select_out
+//        into a kept buffer, then index_add_ into aggregate).
 //   moe  16k tokens x 4096 bfloat16 rows permuted by a random permutation
 //        (index_select / gather: dispatch) and back (index_add_ / scatter_add_ /
 //        scatter_: unpermute).
@@ -174,6 +178,9 @@ void register_gnn() {
   const int64_t idx_bytes = s.edges * 8;
   const ByteModel gather_model = copy_like(s.edges, row_bytes, s.features, idx_bytes, "gnn_gather");
   const ByteModel scatter_model = reduce_like(s.edges, s.nodes, row_bytes, s.features, idx_bytes, "gnn_scatter");
+  // Two indices read; the messages of the two-step form are not counted.
+  const ByteModel fused_model =
+      reduce_like(s.edges, s.nodes, row_bytes, s.features, 2 * idx_bytes, "gnn_gather_scatter");
 
   for (const Dist dist : {Dist::Uniform, Dist::PowerLaw}) {
     const std::string tail = std::string("/gnn/") + dist_name(dist);
@@ -206,6 +213,16 @@ void register_gnn() {
     add("BM_index_add" + tail, scatter_model, [index1d] {
       const GnnData& g = gnn_data();
       scatterx::index_add_(g.aggregate, 0, index1d(), g.messages);
+    });
+    add("BM_gather_scatter" + tail, fused_model, [index1d] {
+      const GnnData& g = gnn_data();
+      const scatterx::Tensor out = scatterx::gather_scatter(g.table, g.src_index, index1d(), Reduce::Sum);
+      benchmark::DoNotOptimize(out.data());
+    });
+    add("BM_index_select_index_add" + tail, fused_model, [index1d] {
+      const GnnData& g = gnn_data();
+      scatterx::index_select_out(g.gathered, g.table, 0, g.src_index);
+      scatterx::index_add_(g.aggregate, 0, index1d(), g.gathered);
     });
   }
 }
