@@ -1,7 +1,7 @@
 #include "ops/tensor.h"
 
-#include "ops/runtime/cuda/runtime.h"
 #include "ops/detail/checks.h"
+#include "ops/runtime/cuda/runtime.h"
 #include "ops/runtime/memory.h"
 
 #include <algorithm>

@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "ops/cuda.h"
-#include "ops/detail/cuda/index_check.h"
-#include "ops/runtime/cuda/runtime.h"
 #include "ops/detail/cuda/contention.h"
+#include "ops/detail/cuda/index_check.h"
 #include "ops/runtime/combine.h"
+#include "ops/runtime/cuda/runtime.h"
 #include "tests/fold_tolerance.h"
 #include "tests/op_checks.h"
 #include "tests/reference.h"
@@ -205,10 +205,10 @@ TEST_P(CudaScatterReduce, MatchesReference) {
                           (heavy ? std::min<int64_t>(s.bound, 2) : s.bound) - 1);
     Buf src = random_buf(s.src, p.dtype, random_layout(rng, true), rng, values);
     const Tensor expected = ref::scatter_reduce(self.view, s.dim, index.view, src.view, p.reduce, p.include_self);
-    const FoldBounds bounds =
-        bounds_for(expected, p.reduce, self.view, src.view, [&](const TensorView& a, const TensorView& b, Reduce r, bool) {
-          return ref::scatter_reduce(a, s.dim, index.view, b, r, p.include_self);
-        });
+    const FoldBounds bounds = bounds_for(expected, p.reduce, self.view, src.view,
+                                         [&](const TensorView& a, const TensorView& b, Reduce r, bool) {
+                                           return ref::scatter_reduce(a, s.dim, index.view, b, r, p.include_self);
+                                         });
     self.take_snapshot();
     DeviceBuf dself = to_device(self);
     const DeviceBuf dindex = to_device(index);
@@ -275,11 +275,12 @@ TEST_P(CudaScatter, MatchesReference) {
     const bool value_form = p.variant;
     const Tensor expected = value_form ? ref::scatter_value(self.view, s.dim, index.view, value, p.reduce)
                                        : ref::scatter(self.view, s.dim, index.view, src.view, p.reduce);
-    const FoldBounds bounds = bounds_for(
-        expected, p.reduce, self.view, src.view, [&](const TensorView& a, const TensorView& b, Reduce r, bool counting) {
-          if (!value_form) return ref::scatter(a, s.dim, index.view, b, r);
-          return ref::scatter_value(a, s.dim, index.view, counting ? Scalar(1.0) : abs_scalar(value), r);
-        });
+    const FoldBounds bounds =
+        bounds_for(expected, p.reduce, self.view, src.view,
+                   [&](const TensorView& a, const TensorView& b, Reduce r, bool counting) {
+                     if (!value_form) return ref::scatter(a, s.dim, index.view, b, r);
+                     return ref::scatter_value(a, s.dim, index.view, counting ? Scalar(1.0) : abs_scalar(value), r);
+                   });
     self.take_snapshot();
     DeviceBuf dself = to_device(self);
     const DeviceBuf dindex = to_device(index);
@@ -324,14 +325,14 @@ TEST_P(CudaIndexOps, MatchesReference) {
             : ref::index_reduce(self.view, s.dim, index.view, source.view, p.reduce, p.include_self);
     // (Counting through index_add counts self where include_self=false
     // leaves it out: a bound one value looser.)
-    const FoldBounds bounds = bounds_for(
-        expected, p.reduce, self.view, source.view,
-        [&](const TensorView& a, const TensorView& b, Reduce r, bool counting) {
-          if (add || r == Reduce::Sum) {
-            return ref::index_add(a, s.dim, index.view, b, counting ? Scalar(int64_t{1}) : abs_scalar(alpha));
-          }
-          return ref::index_reduce(a, s.dim, index.view, b, r, p.include_self);
-        });
+    const FoldBounds bounds = bounds_for(expected, p.reduce, self.view, source.view,
+                                         [&](const TensorView& a, const TensorView& b, Reduce r, bool counting) {
+                                           if (add || r == Reduce::Sum) {
+                                             return ref::index_add(a, s.dim, index.view, b,
+                                                                   counting ? Scalar(int64_t{1}) : abs_scalar(alpha));
+                                           }
+                                           return ref::index_reduce(a, s.dim, index.view, b, r, p.include_self);
+                                         });
     self.take_snapshot();
     DeviceBuf dself = to_device(self);
     const DeviceBuf dindex = to_device(index);
@@ -552,12 +553,12 @@ TEST_F(CudaTest, WeightedIndexAddMatchesReference) {
         Buf source = random_buf({rows, hidden}, dtype, kContiguous, rng, values);
         Buf weights = random_buf({rows}, dtype, random_layout(rng, false), rng, values);
         const Tensor expected = ref::index_add_weighted(self.view, 0, index.view, source.view, weights.view);
-        const FoldBounds bounds = bounds_for(
-            expected, Reduce::Sum, self.view, source.view,
-            [&](const TensorView& a, const TensorView& b, Reduce, bool counting) {
-              const Tensor w = counting ? float64_ones(weights.view.sizes()) : abs_copy(weights.view);
-              return ref::index_add_weighted(a, 0, index.view, b, w);
-            });
+        const FoldBounds bounds =
+            bounds_for(expected, Reduce::Sum, self.view, source.view,
+                       [&](const TensorView& a, const TensorView& b, Reduce, bool counting) {
+                         const Tensor w = counting ? float64_ones(weights.view.sizes()) : abs_copy(weights.view);
+                         return ref::index_add_weighted(a, 0, index.view, b, w);
+                       });
         DeviceBuf dself = to_device(self);
         const DeviceBuf dindex = to_device(index);
         const DeviceBuf dsource = to_device(source);
@@ -678,10 +679,10 @@ TEST_F(CudaTest, AutoPathSortsOnlyContendedScatters) {
     const DeviceBuf dindex = to_device(*c.index);
     for (Reduce reduce : {Reduce::Sum, Reduce::Amax}) {
       const Tensor expected = ref::scatter_reduce(self.view, 0, c.index->view, src.view, reduce, true);
-      const FoldBounds bounds =
-          bounds_for(expected, reduce, self.view, src.view, [&](const TensorView& a, const TensorView& b, Reduce r, bool) {
-            return ref::scatter_reduce(a, 0, c.index->view, b, r, true);
-          });
+      const FoldBounds bounds = bounds_for(expected, reduce, self.view, src.view,
+                                           [&](const TensorView& a, const TensorView& b, Reduce r, bool) {
+                                             return ref::scatter_reduce(a, 0, c.index->view, b, r, true);
+                                           });
       const Tensor gpu = to_host(scatterx::scatter_reduce(dself.view, 0, dindex.view, dsrc.view, reduce, true));
       EXPECT_EQ(backend::last_scatter_path(), c.expected) << c.name << ", " << reduce_name(reduce);
       EXPECT_TRUE(matches(gpu, expected, reduce, false, bounds)) << c.name << ", " << reduce_name(reduce);

@@ -64,17 +64,25 @@ Tensor reference_typed(const TensorView& x, const TensorView& src, const TensorV
   return out;
 }
 
-Tensor reference(const TensorView& x, const TensorView& src, const TensorView& dst, Reduce reduce,
-                 const TensorView* w, int64_t num_out) {
+Tensor reference(const TensorView& x, const TensorView& src, const TensorView& dst, Reduce reduce, const TensorView* w,
+                 int64_t num_out) {
   Tensor out;
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
       switch (reduce) {
-        case Reduce::Sum: out = reference_typed<T, Reduce::Sum>(x, src, dst, w, num_out); break;
-        case Reduce::Mean: out = reference_typed<T, Reduce::Mean>(x, src, dst, w, num_out); break;
-        case Reduce::Amax: out = reference_typed<T, Reduce::Amax>(x, src, dst, w, num_out); break;
-        default: out = reference_typed<T, Reduce::Amin>(x, src, dst, w, num_out); break;
+        case Reduce::Sum:
+          out = reference_typed<T, Reduce::Sum>(x, src, dst, w, num_out);
+          break;
+        case Reduce::Mean:
+          out = reference_typed<T, Reduce::Mean>(x, src, dst, w, num_out);
+          break;
+        case Reduce::Amax:
+          out = reference_typed<T, Reduce::Amax>(x, src, dst, w, num_out);
+          break;
+        default:
+          out = reference_typed<T, Reduce::Amin>(x, src, dst, w, num_out);
+          break;
       }
     }
   });
@@ -196,19 +204,29 @@ TEST(GatherScatterErrors, Checked) {
   const Tensor src = make_tensor<int64_t>({3}, {0, 1, 2});
   const Tensor dst = make_tensor<int64_t>({3}, {0, 1, 1});
   expect_error<scatterx::IndexError>(
-      [&] { scatterx::gather_scatter(x, make_tensor<int64_t>({3}, {0, 4, 1}), dst, Reduce::Sum); },
+      [&] {
+        scatterx::gather_scatter(x, make_tensor<int64_t>({3}, {0, 4, 1}), dst, Reduce::Sum);
+      },
       {"gather_scatter: ", "4", "[1]"});
   expect_error<scatterx::IndexError>(
-      [&] { scatterx::gather_scatter(x, src, make_tensor<int32_t>({3}, {0, 1, -2}), Reduce::Sum); },
+      [&] {
+        scatterx::gather_scatter(x, src, make_tensor<int32_t>({3}, {0, 1, -2}), Reduce::Sum);
+      },
       {"gather_scatter: ", "-2", "[2]"});
   expect_error<scatterx::IndexError>(
-      [&] { scatterx::gather_scatter(x, src, make_tensor<int64_t>({3}, {0, 5, 1}), Reduce::Sum, nullptr, 5); },
+      [&] {
+        scatterx::gather_scatter(x, src, make_tensor<int64_t>({3}, {0, 5, 1}), Reduce::Sum, nullptr, 5);
+      },
       {"gather_scatter: ", "5", "[1]"});
   expect_error<scatterx::DTypeError>(
-      [&] { scatterx::gather_scatter(x, make_tensor<float>({3}, {0, 1, 2}), dst, Reduce::Sum); },
+      [&] {
+        scatterx::gather_scatter(x, make_tensor<float>({3}, {0, 1, 2}), dst, Reduce::Sum);
+      },
       {"gather_scatter: ", "int32 or int64", "float32"});
   expect_error<scatterx::DTypeError>(
-      [&] { scatterx::gather_scatter(Tensor::zeros({4, 2}, DType::Int64), src, dst, Reduce::Sum); },
+      [&] {
+        scatterx::gather_scatter(Tensor::zeros({4, 2}, DType::Int64), src, dst, Reduce::Sum);
+      },
       {"gather_scatter: ", "floating", "int64"});
   const Tensor w64 = make_tensor<double>({3}, {1, 2, 3});
   expect_error<scatterx::DTypeError>([&] { scatterx::gather_scatter(x, src, dst, Reduce::Sum, &w64); },
@@ -217,10 +235,14 @@ TEST(GatherScatterErrors, Checked) {
   expect_error<scatterx::ArgumentError>([&] { scatterx::gather_scatter(x, src, dst, Reduce::Sum, &w2); },
                                         {"gather_scatter: ", "edge_weight of length 3", "got 2"});
   expect_error<scatterx::ArgumentError>(
-      [&] { scatterx::gather_scatter(x, src, make_tensor<int64_t>({2}, {0, 1}), Reduce::Sum); },
+      [&] {
+        scatterx::gather_scatter(x, src, make_tensor<int64_t>({2}, {0, 1}), Reduce::Sum);
+      },
       {"gather_scatter: ", "dst_index of length 3"});
   expect_error<scatterx::ArgumentError>(
-      [&] { scatterx::gather_scatter(x, Tensor::zeros({3, 1}, DType::Int64), dst, Reduce::Sum); },
+      [&] {
+        scatterx::gather_scatter(x, Tensor::zeros({3, 1}, DType::Int64), dst, Reduce::Sum);
+      },
       {"gather_scatter: ", "src_index to be 1-d"});
   expect_error<scatterx::ArgumentError>([&] { scatterx::gather_scatter(x, src, dst, Reduce::Prod); },
                                         {"gather_scatter: ", "sum, mean, amax, amin", "prod"});

@@ -455,7 +455,8 @@ ValuesArgs fold_rows(const TensorView& src, int64_t dim, int64_t num_out, Reduce
   Tensor values = Tensor::empty(shape, src.dtype());
   Tensor args = Tensor::empty(shape, DType::Int64);
   const int64_t n = values.numel();
-  std::vector<A> acc(static_cast<size_t>(n), identity<A>(reduce == Reduce::Amax || reduce == Reduce::Amin ? Reduce::Sum : reduce));
+  std::vector<A> acc(static_cast<size_t>(n),
+                     identity<A>(reduce == Reduce::Amax || reduce == Reduce::Amin ? Reduce::Sum : reduce));
   std::vector<int64_t> count(static_cast<size_t>(n), 0);
   std::vector<int64_t> first(static_cast<size_t>(n), src.sizes()[dim]);
   // The output element of every src element (row-major), or -1.

@@ -55,8 +55,8 @@ ValuesArgs segment_csr_arg(const scatterx::TensorView& src, const scatterx::Tens
 // dim_size < 0: max(index) + 1.
 scatterx::Tensor segment_coo(const scatterx::TensorView& src, const scatterx::TensorView& index,
                              scatterx::Reduce reduce, int64_t dim_size);
-ValuesArgs segment_coo_arg(const scatterx::TensorView& src, const scatterx::TensorView& index,
-                           scatterx::Reduce reduce, int64_t dim_size);
+ValuesArgs segment_coo_arg(const scatterx::TensorView& src, const scatterx::TensorView& index, scatterx::Reduce reduce,
+                           int64_t dim_size);
 // index has src's shape.
 ValuesArgs scatter_arg_reduce(const scatterx::TensorView& src, int64_t dim, const scatterx::TensorView& index,
                               scatterx::Reduce reduce, int64_t dim_size);

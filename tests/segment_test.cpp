@@ -210,8 +210,8 @@ TEST(SegmentKnownAnswers, CooRowsAndTies) {
   // src [4, 2]; rows 0, 1 -> segment 0, rows 2, 3 -> segment 2; segment 1 empty.
   const Tensor src = make_tensor<int32_t>({4, 2}, {5, -1, 5, 7, -3, 2, 4, 2});
   const Tensor index = make_tensor<int64_t>({4}, {0, 0, 2, 2});
-  EXPECT_TRUE(same_values(scatterx::segment_coo(src, index, Reduce::Sum),
-                          make_tensor<int32_t>({3, 2}, {10, 6, 0, 0, 1, 4})));
+  EXPECT_TRUE(
+      same_values(scatterx::segment_coo(src, index, Reduce::Sum), make_tensor<int32_t>({3, 2}, {10, 6, 0, 0, 1, 4})));
   // integer means floor: (-3 + 4) / 2 = 0, (-1 + 7) / 2 = 3
   EXPECT_TRUE(same_values(scatterx::segment_coo(src, index, Reduce::Mean, 4),
                           make_tensor<int32_t>({4, 2}, {5, 3, 0, 0, 0, 2, 0, 0})));
@@ -238,44 +238,68 @@ TEST(SegmentKnownAnswers, ScatterArgAndGathers) {
 TEST(SegmentErrors, IndptrChecked) {
   const Tensor src = Tensor::zeros({4, 2}, DType::Float32);
   expect_error<scatterx::ArgumentError>(
-      [&] { scatterx::segment_csr(src, make_tensor<int64_t>({3}, {0, 3, 2}), Reduce::Sum); },
+      [&] {
+        scatterx::segment_csr(src, make_tensor<int64_t>({3}, {0, 3, 2}), Reduce::Sum);
+      },
       {"segment_csr: ", "indptr", "sorted", "got 2 after 3", "position [2]"});
   expect_error<scatterx::IndexError>(
-      [&] { scatterx::segment_csr(src, make_tensor<int64_t>({3}, {0, 2, 5}), Reduce::Sum); },
+      [&] {
+        scatterx::segment_csr(src, make_tensor<int64_t>({3}, {0, 2, 5}), Reduce::Sum);
+      },
       {"segment_csr: ", "indptr values in [0, src.size(0) = 4]", "got 5", "position [2]"});
   expect_error<scatterx::IndexError>(
-      [&] { scatterx::segment_csr(src, make_tensor<int32_t>({2}, {-1, 2}), Reduce::Sum); },
+      [&] {
+        scatterx::segment_csr(src, make_tensor<int32_t>({2}, {-1, 2}), Reduce::Sum);
+      },
       {"segment_csr: ", "got -1", "position [0]"});
   expect_error<scatterx::DTypeError>(
-      [&] { scatterx::segment_csr(src, make_tensor<float>({2}, {0, 2}), Reduce::Sum); },
+      [&] {
+        scatterx::segment_csr(src, make_tensor<float>({2}, {0, 2}), Reduce::Sum);
+      },
       {"segment_csr: ", "expected indptr of dtype int32 or int64, got float32"});
   expect_error<scatterx::ArgumentError>(
-      [&] { scatterx::segment_csr(src, Tensor::zeros({4, 2, 3}, DType::Int64), Reduce::Sum); },
+      [&] {
+        scatterx::segment_csr(src, Tensor::zeros({4, 2, 3}, DType::Int64), Reduce::Sum);
+      },
       {"segment_csr: ", "expected indptr with 1 to src.dim() (2) dimensions, got 3"});
   expect_error<scatterx::ArgumentError>(
-      [&] { scatterx::segment_csr(src, make_tensor<int64_t>({2}, {0, 2}), Reduce::None); },
+      [&] {
+        scatterx::segment_csr(src, make_tensor<int64_t>({2}, {0, 2}), Reduce::None);
+      },
       {"segment_csr: ", "expected reduce", "got 'none'"});
   expect_error<scatterx::ArgumentError>(
-      [&] { scatterx::segment_csr_arg(src, make_tensor<int64_t>({2}, {0, 2}), Reduce::Sum); },
+      [&] {
+        scatterx::segment_csr_arg(src, make_tensor<int64_t>({2}, {0, 2}), Reduce::Sum);
+      },
       {"segment_csr_arg: ", "expected reduce to be amax or amin", "got 'sum'"});
 }
 
 TEST(SegmentErrors, IndexChecked) {
   const Tensor src = Tensor::zeros({4}, DType::Float64);
   expect_error<scatterx::ArgumentError>(
-      [&] { scatterx::segment_coo(src, make_tensor<int64_t>({4}, {0, 1, 0, 2}), Reduce::Sum); },
+      [&] {
+        scatterx::segment_coo(src, make_tensor<int64_t>({4}, {0, 1, 0, 2}), Reduce::Sum);
+      },
       {"segment_coo: ", "index to be sorted", "got 0 after 1", "position [2]"});
   expect_error<scatterx::IndexError>(
-      [&] { scatterx::segment_coo(src, make_tensor<int64_t>({4}, {0, 1, 1, 3}), Reduce::Sum, 3); },
+      [&] {
+        scatterx::segment_coo(src, make_tensor<int64_t>({4}, {0, 1, 1, 3}), Reduce::Sum, 3);
+      },
       {"segment_coo: ", "index 3 is out of bounds", "size 3"});
   expect_error<scatterx::ArgumentError>(
-      [&] { scatterx::segment_coo(src, make_tensor<int64_t>({3}, {0, 1, 1}), Reduce::Sum); },
+      [&] {
+        scatterx::segment_coo(src, make_tensor<int64_t>({3}, {0, 1, 1}), Reduce::Sum);
+      },
       {"segment_coo: ", "expected index.size(0) to equal src.size(0) (4), got 3"});
   expect_error<scatterx::IndexError>(
-      [&] { scatterx::scatter_arg_reduce(src, 0, make_tensor<int64_t>({4}, {0, -2, 1, 1}), Reduce::Amax); },
+      [&] {
+        scatterx::scatter_arg_reduce(src, 0, make_tensor<int64_t>({4}, {0, -2, 1, 1}), Reduce::Amax);
+      },
       {"scatter_arg_reduce: ", "got -2", "position [1]"});
   expect_error<scatterx::ArgumentError>(
-      [&] { scatterx::scatter_arg_reduce(src, 0, make_tensor<int64_t>({3}, {0, 1, 1}), Reduce::Amin); },
+      [&] {
+        scatterx::scatter_arg_reduce(src, 0, make_tensor<int64_t>({3}, {0, 1, 1}), Reduce::Amin);
+      },
       {"scatter_arg_reduce: ", "expected index of src's shape [4]", "got [3]"});
   expect_error<scatterx::DTypeError>(
       [&] {
@@ -283,11 +307,16 @@ TEST(SegmentErrors, IndexChecked) {
                                   Reduce::Amax);
       },
       {"segment_coo_arg: ", "reduce 'amax' is not supported for complex64"});
-  expect_error<scatterx::IndexError>([&] { scatterx::gather_coo(src, make_tensor<int64_t>({2}, {0, 4})); },
-                                     {"gather_coo: ", "index 4 is out of bounds", "size 4"});
-  expect_error<scatterx::ArgumentError>([&] { scatterx::gather_csr(src, make_tensor<int64_t>({3}, {0, 1, 2})); },
-                                        {"gather_csr: ", "expected src.size(0) to equal the number of segments",
-                                         "got 4"});
+  expect_error<scatterx::IndexError>(
+      [&] {
+        scatterx::gather_coo(src, make_tensor<int64_t>({2}, {0, 4}));
+      },
+      {"gather_coo: ", "index 4 is out of bounds", "size 4"});
+  expect_error<scatterx::ArgumentError>(
+      [&] {
+        scatterx::gather_csr(src, make_tensor<int64_t>({3}, {0, 1, 2}));
+      },
+      {"gather_csr: ", "expected src.size(0) to equal the number of segments", "got 4"});
 }
 
 }  // namespace

@@ -7,10 +7,10 @@
 
 #include "ops/cuda.h"
 #include "ops/detail/cuda/index_check.h"
-#include "ops/runtime/cuda/runtime.h"
-#include "ops/runtime/parallel.h"
 #include "ops/detail/strided.h"
 #include "ops/dispatch.h"
+#include "ops/runtime/cuda/runtime.h"
+#include "ops/runtime/parallel.h"
 
 namespace scatterx::detail {
 

@@ -1,11 +1,11 @@
 // gather / index_select front end: validate once, then dispatch.
 #include "ops/gather/gather.h"
 
+#include "ops/detail/checks.h"
 #include "ops/detail/cuda/index_check.h"
 #include "ops/gather/cuda/gather_cuda.h"
-#include "ops/runtime/cuda/runtime.h"
-#include "ops/detail/checks.h"
 #include "ops/gather/gather_args.h"
+#include "ops/runtime/cuda/runtime.h"
 
 namespace scatterx {
 

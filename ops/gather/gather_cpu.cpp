@@ -5,10 +5,10 @@
 
 #include "ops/detail/bytes.h"
 #include "ops/detail/index_geometry.h"
-#include "ops/runtime/parallel.h"
-#include "ops/runtime/stream_copy.h"
 #include "ops/dispatch.h"
 #include "ops/gather/gather_args.h"
+#include "ops/runtime/parallel.h"
+#include "ops/runtime/stream_copy.h"
 
 namespace scatterx::detail {
 

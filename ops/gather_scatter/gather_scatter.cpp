@@ -13,8 +13,7 @@ namespace scatterx {
 namespace {
 
 void check_edge_list(const char* op, const char* name, const TensorView& index, int64_t edges) {
-  SCATTERX_CHECK(index.dim() == 1, ArgumentError, op, "expected ", name, " to be 1-d, got shape ",
-                 index.sizes().str());
+  SCATTERX_CHECK(index.dim() == 1, ArgumentError, op, "expected ", name, " to be 1-d, got shape ", index.sizes().str());
   SCATTERX_CHECK(index.size(0) == edges, ArgumentError, op, "expected ", name, " of length ", edges,
                  " (src_index's), got ", index.size(0));
 }
@@ -28,8 +27,8 @@ int64_t max_destination(const char* op, const TensorView& dst) {
     int64_t max_value = -1;
     for (int64_t e = 0; e < dst.size(0); ++e) {
       const int64_t v = static_cast<int64_t>(data[e * stride]);
-      SCATTERX_CHECK(v >= 0, IndexError, op, "expected dst_index values >= 0, got ", v, " at dst_index position [",
-                     e, "]");
+      SCATTERX_CHECK(v >= 0, IndexError, op, "expected dst_index values >= 0, got ", v, " at dst_index position [", e,
+                     "]");
       max_value = std::max(max_value, v);
     }
     return max_value;
@@ -42,8 +41,8 @@ Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const Te
                       const TensorView* edge_weight, int64_t dim_size) {
   constexpr const char* op = "gather_scatter";
   if (edge_weight != nullptr) {
-    detail::check_devices(op, {{"x", &x}, {"src_index", &src_index}, {"dst_index", &dst_index},
-                               {"edge_weight", edge_weight}});
+    detail::check_devices(
+        op, {{"x", &x}, {"src_index", &src_index}, {"dst_index", &dst_index}, {"edge_weight", edge_weight}});
   } else {
     detail::check_devices(op, {{"x", &x}, {"src_index", &src_index}, {"dst_index", &dst_index}});
   }

@@ -15,10 +15,10 @@ namespace scatterx::detail {
 
 namespace {
 
-constexpr int64_t kTile = 64;           // features one pass over a group folds together
+constexpr int64_t kTile = 64;            // features one pass over a group folds together
 constexpr int64_t kUnitElements = 4096;  // about this many source reads per dynamic piece
 
-constexpr int64_t kPrefetch = 12;        // edges ahead whose source row is prefetched
+constexpr int64_t kPrefetch = 12;  // edges ahead whose source row is prefetched
 
 // The grouped edges' source row offsets (and weights, in the accumulation
 // type) laid out in group order, so the fold reads them sequentially and
@@ -43,8 +43,8 @@ void lay_out_edges(const GatherScatterArgs& a, const TargetGroups& groups, Buffe
 // into o. kCount > 0 fixes count at compile time (whole tiles: the
 // accumulators stay in registers), 0 takes it at run time.
 template <typename T, Reduce R, bool kWeighted, int64_t kCount>
-void fold_tile(const GatherScatterArgs& a, const Buffer<int64_t>& rows, const Buffer<acc_t<T>>& weights,
-               int64_t begin, int64_t end, int64_t k0, int64_t runtime_count, T* o) {
+void fold_tile(const GatherScatterArgs& a, const Buffer<int64_t>& rows, const Buffer<acc_t<T>>& weights, int64_t begin,
+               int64_t end, int64_t k0, int64_t runtime_count, T* o) {
   using A = acc_t<T>;
   using Op = ReduceOp<R, A>;
   const T* x = static_cast<const T*>(a.x.data());

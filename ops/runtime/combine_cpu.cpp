@@ -1,9 +1,9 @@
 #include "ops/runtime/combine.h"
 
-#include "ops/runtime/parallel.h"
 #include "ops/dispatch.h"
 #include "ops/error.h"
 #include "ops/reduce_ops.h"
+#include "ops/runtime/parallel.h"
 
 namespace scatterx::detail {
 

@@ -1,11 +1,11 @@
 // copy_: strided element-wise copy on the CPU.
 #include <cstring>
 
-#include "ops/runtime/cuda/runtime.h"
 #include "ops/detail/bytes.h"
 #include "ops/detail/checks.h"
-#include "ops/runtime/parallel.h"
 #include "ops/detail/strided.h"
+#include "ops/runtime/cuda/runtime.h"
+#include "ops/runtime/parallel.h"
 #include "ops/tensor.h"
 
 namespace scatterx {

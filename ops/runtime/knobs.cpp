@@ -1,10 +1,10 @@
 #include "ops/runtime/knobs.h"
 
+#include <strings.h>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <strings.h>
 
 #include <string>
 

@@ -1,11 +1,11 @@
 // scatter / index_add / index_reduce front end: validate once, then dispatch.
 #include "ops/scatter/scatter.h"
 
+#include "ops/detail/checks.h"
 #include "ops/detail/cuda/index_check.h"
+#include "ops/dispatch.h"
 #include "ops/runtime/cuda/runtime.h"
 #include "ops/scatter/cuda/scatter_cuda.h"
-#include "ops/detail/checks.h"
-#include "ops/dispatch.h"
 #include "ops/scatter/scatter_args.h"
 
 namespace scatterx {

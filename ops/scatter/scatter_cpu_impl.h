@@ -24,12 +24,12 @@
 #include <limits>
 #include <type_traits>
 
-#include "ops/runtime/cpu_isa.h"
 #include "ops/detail/index_geometry.h"
-#include "ops/runtime/parallel.h"
 #include "ops/detail/segments.h"
 #include "ops/dispatch.h"
 #include "ops/reduce_ops.h"
+#include "ops/runtime/cpu_isa.h"
+#include "ops/runtime/parallel.h"
 #include "ops/scatter/scatter_args.h"
 
 namespace scatterx::detail {

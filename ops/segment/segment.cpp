@@ -70,9 +70,9 @@ int64_t scan_positions(const char* op, const char* name, const TensorView& posit
     for (int64_t linear = 0; linear < view.numel(); ++linear, cursor.next()) {
       const int64_t v = static_cast<int64_t>(data[cursor.offset(0)]);
       const bool row_start = linear % last == 0;
-      SCATTERX_CHECK(v >= 0 && (rule != Rule::Indptr || v <= bound), IndexError, op, "expected ", name, " values in [0, ",
-                     rule == Rule::Indptr ? bound_str : "inf", rule == Rule::Indptr ? "]" : ")", ", got ", v, " at ",
-                     name, " position ", position_str(view.sizes(), linear));
+      SCATTERX_CHECK(v >= 0 && (rule != Rule::Indptr || v <= bound), IndexError, op, "expected ", name,
+                     " values in [0, ", rule == Rule::Indptr ? bound_str : "inf", rule == Rule::Indptr ? "]" : ")",
+                     ", got ", v, " at ", name, " position ", position_str(view.sizes(), linear));
       SCATTERX_CHECK(rule == Rule::Any || row_start || v >= previous, ArgumentError, op, "expected ", name,
                      " to be sorted (non-decreasing) along its last dim, got ", v, " after ", previous, " at ", name,
                      " position ", position_str(view.sizes(), linear));

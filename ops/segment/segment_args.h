@@ -42,8 +42,8 @@ struct SegmentArgs {
   TensorView src;
   TensorView positions;  // indptr or index, expanded over src's leading dims (and, for Scatter, src's shape)
   int64_t dim = 0;
-  TensorView out;      // contiguous
-  TensorView arg;      // int64, out's shape; data null when no arg is wanted
+  TensorView out;  // contiguous
+  TensorView arg;  // int64, out's shape; data null when no arg is wanted
   SegmentGeometry geometry;
 };
 

@@ -14,12 +14,11 @@ namespace scatterx::detail {
 
 namespace {
 
-constexpr int64_t kTile = 64;           // inner positions one work unit folds together
+constexpr int64_t kTile = 64;            // inner positions one work unit folds together
 constexpr int64_t kUnitElements = 4096;  // about this many source reads per dynamic piece
 
 // Offsets (tensors 0 and 1) of inner positions [k0, k0 + count).
-void inner_offsets(const SegmentGeometry& g, int64_t k0, int64_t count, int64_t (&src)[kTile],
-                   int64_t (&pos)[kTile]) {
+void inner_offsets(const SegmentGeometry& g, int64_t k0, int64_t count, int64_t (&src)[kTile], int64_t (&pos)[kTile]) {
   StridedCursor<2> cursor(g.inner, k0);
   for (int64_t j = 0; j < count; ++j, cursor.next()) {
     src[j] = cursor.offset(0);

@@ -62,7 +62,8 @@ void register_segment_ops(nb::module_& m) {
         return to_python(without_gil([&] { return scatterx::segment_coo(s, i, r, dim_size); }), fw);
       },
       nb::arg("src"), nb::arg("index"), nb::arg("reduce"), nb::arg("dim_size"), nb::arg("with_arg"),
-      nb::arg("framework"), "Reduces src over runs of a sorted index along dim index.ndim - 1 (dim_size < 0: max + 1).");
+      nb::arg("framework"),
+      "Reduces src over runs of a sorted index along dim index.ndim - 1 (dim_size < 0: max + 1).");
 
   m.def(
       "scatter_arg_reduce",

@@ -10,12 +10,12 @@
 #include <limits>
 
 #include "ops/cuda.h"
-#include "ops/detail/cuda/index_check.h"
-#include "ops/runtime/cuda/runtime.h"
-#include "ops/runtime/cuda/common.cuh"
 #include "ops/detail/cuda/contention.h"
+#include "ops/detail/cuda/index_check.h"
 #include "ops/detail/strided.h"
 #include "ops/dispatch.h"
+#include "ops/runtime/cuda/common.cuh"
+#include "ops/runtime/cuda/runtime.h"
 
 namespace scatterx::detail::cuda {
 

@@ -1,12 +1,12 @@
 // CUDA gather / index_select. Gather only moves values: kernels are
 // instantiated per element size (or vector width), not per dtype.
-#include "ops/gather/cuda/gather_cuda.h"
-#include "ops/runtime/cuda/runtime.h"
-#include "ops/runtime/cuda/common.cuh"
-#include "ops/detail/cuda/positions.cuh"
 #include "ops/detail/bytes.h"
+#include "ops/detail/cuda/positions.cuh"
 #include "ops/detail/index_geometry.h"
 #include "ops/dispatch.h"
+#include "ops/gather/cuda/gather_cuda.h"
+#include "ops/runtime/cuda/common.cuh"
+#include "ops/runtime/cuda/runtime.h"
 
 namespace scatterx::detail::cuda {
 

@@ -1,9 +1,9 @@
 // Element-wise folds of two device buffers (combine.h's contract on the
 // GPU): the distributed layer reduces received chunks with them.
-#include "ops/runtime/cuda/runtime.h"
-#include "ops/runtime/cuda/common.cuh"
 #include "ops/dispatch.h"
 #include "ops/reduce_ops.h"
+#include "ops/runtime/cuda/common.cuh"
+#include "ops/runtime/cuda/runtime.h"
 
 namespace scatterx::detail::cuda {
 

@@ -1,8 +1,8 @@
 // CUDA strided copy (clone of a CUDA view, copy_ between CUDA views).
-#include "ops/runtime/cuda/runtime.h"
-#include "ops/runtime/cuda/common.cuh"
 #include "ops/detail/bytes.h"
 #include "ops/detail/strided.h"
+#include "ops/runtime/cuda/common.cuh"
+#include "ops/runtime/cuda/runtime.h"
 
 namespace scatterx::detail::cuda {
 

@@ -5,9 +5,9 @@
 #include <cstring>
 
 #include "ops/cuda.h"
-#include "ops/runtime/cuda/runtime.h"
-#include "ops/runtime/cuda/common.cuh"
 #include "ops/detail/cuda/contention.h"
+#include "ops/runtime/cuda/common.cuh"
+#include "ops/runtime/cuda/runtime.h"
 
 namespace scatterx {
 

@@ -1,9 +1,9 @@
 // CUDA scatter entry: the geometry, then the per-dtype kernels.
-#include "ops/runtime/cuda/runtime.h"
-#include "ops/scatter/cuda/scatter_cuda.h"
-#include "ops/runtime/cuda/common.cuh"
 #include "ops/detail/index_geometry.h"
 #include "ops/dispatch.h"
+#include "ops/runtime/cuda/common.cuh"
+#include "ops/runtime/cuda/runtime.h"
+#include "ops/scatter/cuda/scatter_cuda.h"
 
 namespace scatterx::detail::cuda {
 

@@ -17,15 +17,15 @@
 #pragma once
 
 #include "ops/cuda.h"
-#include "ops/scatter/cuda/atomics.cuh"
-#include "ops/runtime/cuda/runtime.h"
-#include "ops/scatter/cuda/scatter_cuda.h"
-#include "ops/runtime/cuda/common.cuh"
 #include "ops/detail/cuda/contention.h"
 #include "ops/detail/cuda/positions.cuh"
-#include "ops/scatter/cuda/scatter_sort.h"
 #include "ops/detail/index_geometry.h"
 #include "ops/dispatch.h"
+#include "ops/runtime/cuda/common.cuh"
+#include "ops/runtime/cuda/runtime.h"
+#include "ops/scatter/cuda/atomics.cuh"
+#include "ops/scatter/cuda/scatter_cuda.h"
+#include "ops/scatter/cuda/scatter_sort.h"
 
 namespace scatterx::detail::cuda {
 

@@ -5,12 +5,12 @@
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
 
-#include "ops/runtime/cuda/runtime.h"
-#include "ops/runtime/cuda/common.cuh"
 #include "ops/detail/cuda/positions.cuh"
-#include "ops/scatter/cuda/scatter_sort.h"
 #include "ops/detail/index_geometry.h"
 #include "ops/dispatch.h"
+#include "ops/runtime/cuda/common.cuh"
+#include "ops/runtime/cuda/runtime.h"
+#include "ops/scatter/cuda/scatter_sort.h"
 
 namespace scatterx::detail::cuda {
 

@@ -1,8 +1,8 @@
 // CUDA segment kernels. One thread folds one output element in position
 // order (segment_csr / segment_coo), or one column of a scatter arg reduce,
 // so results are deterministic and equal the CPU backend's bit for bit.
-#include "ops/dispatch.h"
 #include "ops/detail/bytes.h"
+#include "ops/dispatch.h"
 #include "ops/reduce_ops.h"
 #include "ops/runtime/cuda/common.cuh"
 #include "ops/segment/cuda/segment_cuda.h"
@@ -156,8 +156,8 @@ void segment_gather(const SegmentGatherArgs& a) {
     dispatch_index_dtype(a.indptr.dtype(), a.op, [&](auto index_tag) {
       using I = typename decltype(index_tag)::type;
       gather_segments<E, I><<<blocks_for(total), kThreads, 0, stream()>>>(
-          static_cast<E*>(a.out.data()), static_cast<const E*>(a.src.data()), static_cast<const I*>(a.indptr.data()),
-          g, a.out_len, total);
+          static_cast<E*>(a.out.data()), static_cast<const E*>(a.src.data()), static_cast<const I*>(a.indptr.data()), g,
+          a.out_len, total);
       check_launch(a.op, "gather_segments");
     });
   });
