@@ -112,7 +112,7 @@ check() {
   echo "== the distributed suite under the bundle's mpirun, 2 ranks"
   ldd "$build/tests/dist/scatterx_dist_tests" | grep -E "libmpi|open-pal"
   OMP_NUM_THREADS=1 SCATTERX_DIST_TIMEOUT=120 timeout 540 mpirun -n 2 --oversubscribe \
-    "$build/tests/dist/scatterx_dist_tests" 2>&1 | grep -E '^\[  (PASSED|FAILED) 
+    "$build/tests/dist/scatterx_dist_tests" 2>&1 | grep -E '^\[  (PASSED|FAILED)  \]'
 }
 
 case "${1:-}" in

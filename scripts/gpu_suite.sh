@@ -10,10 +10,14 @@
 #   dist    the distributed layer's CUDA tests under mpirun, 2 ranks sharing
 #           the GPU: through pinned staging, and directly if MPI reports
 #           itself CUDA-aware;
+#   python  the Python package built with the CUDA backend (python3 with
+#           torch, nanobind and scikit-build-core, no network needed) and
+#           its whole pytest suite, torch CUDA tensors and CuPy arrays
+#           included (tests/python/test_cuda.py and the CUDA autograd tests);
 #   bench   the GPU benchmark (bench/bench_cuda.cpp), torch's CUDA ops on the
 #           same workloads (bench/bench_cuda_torch.py, skipped without
 #           torch), and one table with the floors (bench/gpu_report.py).
-# With no step named, all four run in order. A failing step never stops the
+# With no step named, all five run in order. A failing step never stops the
 # later ones; each appends "STEP: ok" or "STEP: FAILED (...)" to
 # OUT/steps.txt, its logs and results land in OUT (default build/gpu_suite),
 # and the exit status is non-zero when any step failed.
@@ -36,13 +40,13 @@ while [ $# -gt 0 ]; do
     --build-dir) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --quick) quick=1; shift ;;
-    build|tests|dist|bench) steps+=("$1"); shift ;;
-    all) steps+=(build tests dist bench); shift ;;
-    *) echo "gpu_suite.sh: expected --deps, --build-dir, --out, --quick or a step (build tests dist bench all), got $1" >&2
+    build|tests|dist|python|bench) steps+=("$1"); shift ;;
+    all) steps+=(build tests dist python bench); shift ;;
+    *) echo "gpu_suite.sh: expected --deps, --build-dir, --out, --quick or a step (build tests dist python bench all), got $1" >&2
        exit 2 ;;
   esac
 done
-[ ${#steps[@]} -gt 0 ] || steps=(build tests dist bench)
+[ ${#steps[@]} -gt 0 ] || steps=(build tests dist python bench)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 bundle_args=""
@@ -103,6 +107,28 @@ step_dist() {
       "$dist_tests" --gtest_filter='CudaDist*:InteropTest.*' >"$out/dist_cuda_aware$aware.log" 2>&1 || status=1
     tail -n 4 "$out/dist_cuda_aware$aware.log"
   done
+  return $status
+}
+
+step_python() {
+  # Installed into a folder of its own (--target) so that the machine's
+  # Python stays as it was; no build isolation: nothing can be fetched.
+  local site="$build-python-site" status=0
+  rm -rf "$site"
+  # shellcheck disable=SC2086
+  CMAKE_ARGS="$bundle_args -DSCATTERX_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES:-90}" \
+    python3 -m pip install --no-build-isolation --no-deps --no-compile --target "$site" \
+    --config-settings=build-dir="$build-python" "$root" >"$out/python_build.log" 2>&1 || { tail -n 30 "$out/python_build.log"; return 1; }
+  local workers=""
+  python3 -c 'import xdist' 2>/dev/null && workers="-n 8"
+  # shellcheck disable=SC2086
+  (cd "$root" && PYTHONPATH="$site" python3 -m pytest -q $workers -p no:cacheprovider tests/python \
+    --junitxml="$out/pytest.xml" >"$out/pytest.log" 2>&1) || status=1
+  tail -n 15 "$out/pytest.log"
+  echo "-- the CUDA tests alone"
+  (cd "$root" && PYTHONPATH="$site" python3 -m pytest -q -p no:cacheprovider tests/python/test_cuda.py -rs \
+    >"$out/pytest_cuda.log" 2>&1) || status=1
+  tail -n 5 "$out/pytest_cuda.log"
   return $status
 }
 

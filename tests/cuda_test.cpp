@@ -655,7 +655,7 @@ TEST_F(CudaTest, AutoPathSortsOnlyContendedScatters) {
   Buf self = random_buf({4096}, DType::Float32, kContiguous, rng, values);
   Buf src = random_buf({n}, DType::Float32, kContiguous, rng, values);
   std::vector<int64_t> hot_values(static_cast<size_t>(n));
-  for (int64_t& v : hot_values) v = rng.chance(0.5) ? 7 : rng.uniform(0, 4095);
+  for (int64_t& v : hot_values) v = rng.chance(0.75) ? 7 : rng.uniform(0, 4095);  // above kContendedShare
   const Buf hot = index_of(hot_values, rng);
   const Buf uniform = index_buf({n}, DType::Int64, kContiguous, rng, 0, 4095);
   const DeviceBuf dself = to_device(self);

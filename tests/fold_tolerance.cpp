@@ -21,6 +21,11 @@ std::pair<double, double> parts(const T& v) {
   }
 }
 
+template <typename R>
+R finite_or_zero(R x) {
+  return std::isfinite(x) ? x : R(0);
+}
+
 }  // namespace
 
 Tensor abs_copy(const TensorView& view) {
@@ -30,7 +35,11 @@ Tensor abs_copy(const TensorView& view) {
     for_each_coord(view.sizes(), [&](const int64_t* c) {
       T v = load<T>(view, c);
       if constexpr (is_complex_type_v<T>) {
-        v = T(std::abs(v.re), std::abs(v.im));
+        // A complex product mixes the parts (re = a.re b.re - a.im b.im):
+        // |re| + |im| bounds either part of any product it enters. A NaN or
+        // infinite part makes the parts it reaches NaN or infinite (which
+        // the comparison matches exactly) and adds no rounding to the others.
+        v = T(finite_or_zero(std::abs(v.re)) + finite_or_zero(std::abs(v.im)), 0);
       } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
         v = T(std::abs(static_cast<float>(v)));
       } else if constexpr (std::is_floating_point_v<T>) {
@@ -49,7 +58,7 @@ Tensor float64_ones(const Shape& shape) {
 }
 
 Scalar abs_scalar(const Scalar& alpha) {
-  if (alpha.is_complex()) return Scalar(Complex<double>(std::abs(alpha.real()), std::abs(alpha.imag())));
+  if (alpha.is_complex()) return Scalar(Complex<double>(std::abs(alpha.real()) + std::abs(alpha.imag()), 0.0));
   if (alpha.is_floating_point()) return Scalar(std::abs(alpha.real()));
   if (alpha.is_bool()) return alpha;
   return Scalar(alpha.as_int() < 0 ? -alpha.as_int() : alpha.as_int());
@@ -64,6 +73,9 @@ ValueOptions fold_values(DType dtype, Reduce reduce) {
   ValueOptions o = value_options_for(reduce);
   if (order_dependent(dtype, reduce)) {
     o.finite_extremes = false;
+    // A complex product with an infinite part gives inf or NaN in either
+    // part depending on the order (inf * 0 is NaN only if it happens).
+    if (reduce == Reduce::Prod && scatterx::is_complex(dtype)) o.infinities = false;
     if (reduce == Reduce::Prod) {
       // |log2(1.1)| ~ 0.14 per factor: a thousand factors in any order stay
       // within 2^+-140 only in the worst case, and within 2^+-10 in practice.
@@ -74,19 +86,32 @@ ValueOptions fold_values(DType dtype, Reduce reduce) {
   return o;
 }
 
-double unit_roundoff(DType dtype) {
+namespace {
+
+// Unit roundoff 2^-(mantissa bits + 1) and smallest positive subnormal.
+struct Precision {
+  int roundoff_exponent;
+  int subnormal_exponent;
+};
+
+Precision precision_of(DType dtype) {
   switch (dtype) {
     case DType::Float16:
-      return std::ldexp(1.0, -11);
+      return {-11, -24};
     case DType::BFloat16:
-      return std::ldexp(1.0, -8);
+      return {-8, -133};
     case DType::Float32:
     case DType::Complex64:
-      return std::ldexp(1.0, -24);
+      return {-24, -149};
     default:
-      return std::ldexp(1.0, -53);
+      return {-53, -1074};
   }
 }
+
+}  // namespace
+
+double unit_roundoff(DType dtype) { return std::ldexp(1.0, precision_of(dtype).roundoff_exponent); }
+double smallest_subnormal(DType dtype) { return std::ldexp(1.0, precision_of(dtype).subnormal_exponent); }
 
 FoldBounds fold_bounds(const TensorView& expected, Reduce reduce, const TensorView& self, const TensorView& src,
                        const ReferenceFold& fold) {
@@ -94,15 +119,26 @@ FoldBounds fold_bounds(const TensorView& expected, Reduce reduce, const TensorVi
   const Tensor scale = reduce == Reduce::Prod ? Tensor() : fold(abs_copy(self), abs_copy(src), reduce, false);
   const TensorView magnitude = reduce == Reduce::Prod ? expected : TensorView(scale);
   const double u = unit_roundoff(expected.dtype());
+  const double eta = smallest_subnormal(expected.dtype());
   FoldBounds bounds;
   bounds.reserve(static_cast<size_t>(expected.numel()));
   visit_dtype(expected.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     for_each_coord(expected.sizes(), [&](const int64_t* c) {
-      const double n = load<double>(count, c);
-      const double k = (reduce == Reduce::Prod ? 4.0 * std::sqrt(n) : 4.0 + 2.0 * std::sqrt(n)) * u;
+      // n values, one scale (alpha, a weight) and the finalize each round
+      // once per step; a complex product rounds up to three times.
+      const double steps = (is_complex_type_v<T> && reduce == Reduce::Prod ? 3.0 : 1.0) * load<double>(count, c) + 2.0;
+      const double gamma = steps * u < 0.5 ? steps * u / (1.0 - steps * u) : 1.0;
       const auto [re, im] = parts(load<T>(magnitude, c));
-      bounds.emplace_back(k * std::abs(re), k * std::abs(im));
+      // Complex magnitudes hold |re| + |im| (abs_copy); a product's bounds
+      // both parts through its finite parts' modulus.
+      const double m =
+          is_complex_type_v<T> ? finite_or_zero(std::abs(re)) + finite_or_zero(std::abs(im)) : std::abs(re);
+      // Below the smallest normal a step also rounds by up to half a
+      // subnormal step, whatever the relative precision (products of values
+      // near zero land there).
+      const double bound = 2.0 * (gamma * m + steps * eta);
+      bounds.emplace_back(bound, is_complex_type_v<T> ? bound : 0.0);
     });
   });
   return bounds;

@@ -74,9 +74,9 @@ F random_float(Rng& rng, const ValueOptions& options, double max_finite) {
       case 1:
         return static_cast<F>(-std::numeric_limits<double>::quiet_NaN());
       case 2:
-        return static_cast<F>(std::numeric_limits<double>::infinity());
+        return static_cast<F>(options.infinities ? std::numeric_limits<double>::infinity() : 0.0);
       case 3:
-        return static_cast<F>(-std::numeric_limits<double>::infinity());
+        return static_cast<F>(options.infinities ? -std::numeric_limits<double>::infinity() : -0.0);
       case 4:
         return static_cast<F>(-0.0);
       case 5:
@@ -136,8 +136,14 @@ T random_value(Rng& rng, const ValueOptions& options) {
     return random_float<double>(rng, options, std::numeric_limits<double>::max());
   } else if constexpr (is_complex_type_v<T>) {
     using P = decltype(T{}.re);
-    const P re = random_value<P>(rng, options);
-    const P im = random_value<P>(rng, options);
+    P re = random_value<P>(rng, options);
+    P im = random_value<P>(rng, options);
+    if (options.near_one) {
+      // Near one in modulus, not per part: parts near one make |z| near
+      // sqrt(2), and a few hundred such factors overflow float.
+      re = static_cast<P>(static_cast<double>(re) * 0.7071067811865476);
+      im = static_cast<P>(static_cast<double>(im) * 0.7071067811865476);
+    }
     return T(re, im);
   } else {
     return random_int<T>(rng, options);

@@ -144,8 +144,9 @@ struct ValueOptions {
   bool near_one = false;       // floats in +-[1/near_one_max, near_one_max] so long products stay finite
   double near_one_max = 2.0;
   bool finite_extremes = true;  // +-max-finite among the special values (else +-0 in their place)
+  bool infinities = true;       // +-inf among the special values (else +-0 in their place)
   bool small_integers = true;   // exact values in [-3, 3] now and then: ties, +-0 sums
-  double true_rate = 0.5;      // bool
+  double true_rate = 0.5;       // bool
 };
 
 template <typename T>

@@ -10,9 +10,14 @@
 // share of its most frequent value (checks.cu); the rule below compares it
 // with a threshold.
 //
-// The constants are provisional until tuned on a GPU against the forced
-// paths (bench_cuda.cpp's power-law and skewed workloads, each beside its
-// /atomic and /sorted variants; scripts/gpu_suite.sh runs them).
+// Tuned on an H100 (bench/RESULTS.md, GPU section, 2026-11-24) against the
+// forced paths of bench_cuda.cpp: with the hottest destination holding a
+// quarter of 2^24 single-element values, atomics still won (sum 1.84 ms
+// against 2.05 sorted: lanes of a warp fold their shared destination before
+// the atomic; amax 0.77 against 2.10), and on the power-law GNN rows (hottest
+// node ~1%) the two paths tied or atomics won. So Auto sorts only where one
+// destination holds half of the values or more; shares above a quarter were
+// not measured.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +28,7 @@
 namespace scatterx::detail::cuda {
 
 // The most frequent index value's share at and above which Auto sorts.
-constexpr double kContendedShare = 1.0 / 16;
+constexpr double kContendedShare = 1.0 / 2;
 // Below this many positions the sort's fixed cost (a dozen kernel launches)
 // outweighs any contention.
 constexpr int64_t kMinSortedPositions = int64_t{1} << 16;
