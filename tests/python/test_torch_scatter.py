@@ -361,3 +361,42 @@ def test_backward_creates_no_tensor_without_a_device(case):
     with calls:  # the node's own backward, called here (the engine would run it outside the mode)
         out.grad_fn.apply(torch.ones_like(out), *arg_grad)
     assert calls.without_device == []
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64, torch.bfloat16])
+@pytest.mark.parametrize("reduce", ["min", "max"])
+def test_scatter_min_max_without_grad_match_the_arg_path(dtype, reduce):
+    # scatter(reduce='max') and the softmax family take the values without the arg when no gradient is
+    # recorded (one amax scatter into zeros); they must give what scatter_max(...)[0] gives, empty positions
+    # (0) and NaN included.
+    g = torch.Generator().manual_seed(11)
+    src = (torch.randn(40, 3, 5, generator=g) * 4).to(dtype)
+    if dtype.is_floating_point:
+        src[3, 1, 2] = float("nan")
+        src[7, 0, 0] = float("-inf")
+    index = torch.randint(0, 9, (3,), generator=g)  # along dim 1, broadcast over the trailing dim
+    for dim, idx, size in ((0, torch.randint(0, 50, (40,), generator=g), 60), (1, index, 12), (-2, index, None)):
+        want = getattr(ts, f"scatter_{reduce}")(src, idx, dim, dim_size=size)[0]
+        got = ts.scatter(src, idx, dim, dim_size=size, reduce=reduce)
+        assert torch.equal(got.isnan(), want.isnan()) if dtype.is_floating_point else True
+        assert torch.equal(torch.nan_to_num(got.float()), torch.nan_to_num(want.float())), (dim, size)
+    if dtype == torch.float64:  # with a gradient to record: the arg path, one winner per position gets 1
+        x = torch.randn(40, 3, 5, generator=g, dtype=dtype, requires_grad=True)
+        ts.scatter(x, index, 1, reduce=reduce).sum().backward()
+        assert x.grad.sum().item() == 40 * 5 * len(index.unique())
+        assert set(x.grad.unique().tolist()) <= {0.0, 1.0}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64])
+def test_scatter_mean_without_grad_is_sum_over_clamped_count(dtype):
+    # The one-pass mean taken when no gradient is recorded gives torch_scatter's sum / clamp(count, 1) bit for
+    # bit (floor division for integers), empty positions 0.
+    g = torch.Generator().manual_seed(5)
+    src = (torch.randn(500, 6, generator=g) * 10).to(dtype)
+    index = torch.randint(0, 120, (500,), generator=g)
+    got = ts.scatter_mean(src, index, 0, dim_size=130)
+    total = ts.scatter_sum(src, index, 0, dim_size=130)
+    count = torch.bincount(index, minlength=130).clamp(min=1).to(dtype)[:, None]
+    want = total / count if dtype.is_floating_point else torch.div(total, count, rounding_mode="floor")
+    assert torch.equal(got, want)
+    assert torch.equal(got[120:], torch.zeros(10, 6, dtype=dtype))

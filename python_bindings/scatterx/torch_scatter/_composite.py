@@ -9,8 +9,8 @@ from typing import Optional
 
 import torch
 
-from ._common import broadcast, tensor
-from ._scatter import scatter_max, scatter_sum
+from ._common import broadcast, tensor, wants_grad
+from ._scatter import extremum_values, scatter_max, scatter_sum
 
 
 def _floating(op: str, src: torch.Tensor) -> None:
@@ -19,11 +19,27 @@ def _floating(op: str, src: torch.Tensor) -> None:
                          f"(got {src.dtype})")
 
 
-def _shifted(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optional[int]):
-    """(src minus the maximum of its position, per-position maximum)."""
+class _Positions:
+    """An index as torch_scatter broadcasts it, and how to read a per-position tensor back per element: by
+    index_select along dim when the index came 1-d (the GNN case; far cheaper than gather through the
+    broadcast [E, F] index), else by gather."""
+
+    def __init__(self, index: torch.Tensor, src: torch.Tensor, dim: int):
+        self.dim = dim + src.dim() if dim < 0 else dim
+        self.flat = index if index.dim() == 1 else None
+        self.index = broadcast(index, src, dim)
+
+    def take(self, per_position: torch.Tensor) -> torch.Tensor:
+        if self.flat is not None:
+            return per_position.index_select(self.dim, self.flat)
+        return per_position.gather(self.dim, self.index)
+
+
+def _shifted(src: torch.Tensor, at: _Positions, dim_size: Optional[int]) -> torch.Tensor:
+    """src minus the maximum of its position (taken without a gradient: the results do not depend on it)."""
     with torch.no_grad():
-        top = scatter_max(src.detach(), index, dim, dim_size=dim_size)[0]
-    return src - top.gather(dim, index), top
+        top = extremum_values(src, at.index, at.dim, dim_size, is_max=True)
+    return src - at.take(top)
 
 
 def scatter_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1,
@@ -31,11 +47,12 @@ def scatter_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1,
     """Softmax over the values that share a position: exp(src - max) / sum(exp(src - max))."""
     src, index = tensor(src), tensor(index)
     _floating("scatter_softmax", src)
-    index = broadcast(index, src, dim)
-    shifted, _ = _shifted(src, index, dim, dim_size)
-    exp = shifted.exp()
-    total = scatter_sum(exp, index, dim, dim_size=dim_size)
-    return exp / total.gather(dim, index)
+    at = _Positions(index, src, dim)
+    if not wants_grad(src):  # nothing to record: one [E, F] temporary, updated in place
+        exp = _shifted(src, at, dim_size).exp_()
+        return exp.div_(at.take(scatter_sum(exp, at.index, at.dim, dim_size=dim_size)))
+    exp = _shifted(src, at, dim_size).exp()
+    return exp / at.take(scatter_sum(exp, at.index, at.dim, dim_size=dim_size))
 
 
 def scatter_log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1, eps: float = 1e-12,
@@ -43,10 +60,10 @@ def scatter_log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1, e
     """Log-softmax over the values that share a position: (src - max) - log(sum(exp(src - max)) + eps)."""
     src, index = tensor(src), tensor(index)
     _floating("scatter_log_softmax", src)
-    index = broadcast(index, src, dim)
-    shifted, _ = _shifted(src, index, dim, dim_size)
-    total = scatter_sum(shifted.exp(), index, dim, dim_size=dim_size)
-    return shifted - (total + eps).log().gather(dim, index)
+    at = _Positions(index, src, dim)
+    shifted = _shifted(src, at, dim_size)
+    total = scatter_sum(shifted.exp(), at.index, at.dim, dim_size=dim_size)
+    return shifted - at.take((total + eps).log())
 
 
 def scatter_logsumexp(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,

@@ -7,7 +7,8 @@ from typing import Optional, Tuple
 import torch
 
 from .. import _C, _ops
-from ._common import _TORCH, arg_reduce, broadcast, merge_arg_out, output_size, raw, refuse_grad, tensor
+from ._common import (_TORCH, arg_reduce, broadcast, merge_arg_out, output_size, raw, refuse_grad, tensor,
+                      wants_grad)
 
 
 def scatter_sum(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
@@ -20,7 +21,8 @@ def scatter_sum(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opti
     index = broadcast(index, src, dim)
     if out is None:
         zeros = src.new_zeros(output_size(src, index, dim, dim_size))
-        return _ops.scatter_add(zeros, dim, index, src)
+        # Into the fresh zeros directly unless autograd must record it (the out-of-place form copies them).
+        return _ops.scatter_add(zeros, dim, index, src) if wants_grad(src) else _ops.scatter_add_(zeros, dim, index, src)
     return _ops.scatter_add_(out, dim, index, src)
 
 
@@ -49,6 +51,12 @@ def scatter_mean(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opt
     """scatter_sum divided by the number of values each position got, clamped to at least 1 (so a given out's
     own value counts for nothing and an empty position keeps it); integers divide with floor."""
     src, index = tensor(src), tensor(index)
+    if out is None and not wants_grad(src) and src.dtype in (torch.float32, torch.float64):
+        # One pass, no [E, F] of ones to count with: a mean scatter into zeros leaves an empty position 0.
+        # (The same sum over the same count, bit for bit; 16-bit floats would round once instead of twice.)
+        index = broadcast(index, src, dim)
+        zeros = src.new_zeros(output_size(src, index, dim, dim_size))
+        return _ops.scatter_reduce_(zeros, dim, index, src, "mean", include_self=False)
     out = scatter_sum(src, index, dim, out, dim_size)
     index_dim = dim + src.dim() if dim < 0 else dim
     if index.dim() <= index_dim:
@@ -79,6 +87,17 @@ def _scatter_arg(op: str, src, index, dim, out, dim_size, is_max: bool) -> Tuple
     return merge_arg_out(out, values, args, src.size(dim), is_max)
 
 
+def extremum_values(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optional[int],
+                    is_max: bool) -> torch.Tensor:
+    """scatter_max(...)[0] (scatter_min) without the arg, for callers that need no gradient: one amax (amin)
+    scatter into zeros, so an empty position keeps 0 as torch_scatter's. Several times faster than computing
+    the arg as well."""
+    src, index = tensor(src), tensor(index)
+    index = broadcast(index, src, dim)
+    zeros = src.new_zeros(output_size(src, index, dim, dim_size))
+    return _ops.scatter_reduce_(zeros, dim, index, src.detach(), "amax" if is_max else "amin", include_self=False)
+
+
 def scatter_min(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                 dim_size: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """(values, arg): the minimum sent to each position and the position along dim of src it came from (the
@@ -102,8 +121,8 @@ def scatter(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional
         return scatter_mul(src, index, dim, out, dim_size)
     if reduce == "mean":
         return scatter_mean(src, index, dim, out, dim_size)
-    if reduce == "min":
-        return scatter_min(src, index, dim, out, dim_size)[0]
-    if reduce == "max":
-        return scatter_max(src, index, dim, out, dim_size)[0]
+    if reduce in ("min", "max"):
+        if out is None and not wants_grad(src):
+            return extremum_values(src, index, dim, dim_size, reduce == "max")
+        return (scatter_max if reduce == "max" else scatter_min)(src, index, dim, out, dim_size)[0]
     raise ValueError(f"scatter: expected reduce to be one of 'sum', 'add', 'mul', 'mean', 'min', 'max', got {reduce!r}")
