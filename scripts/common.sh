@@ -32,7 +32,8 @@ scatterx_build() {
 # pytest, mpi4py (when MPI is installed) and the scatterx package built from
 # this checkout (pip install .).
 # With "torch", torch is installed too (a large download; if it fails the
-# torch tests skip and say so).
+# torch tests skip and say so), and then torch_geometric (pure Python; if it
+# fails test_pyg.py skips).
 SCATTERX_VENV="$SCATTERX_ROOT/build/venv"
 scatterx_python_env() {
   local with_torch=${1:-}
@@ -45,6 +46,11 @@ scatterx_python_env() {
   if [ "$with_torch" = torch ] && ! "$SCATTERX_VENV/bin/python" -c "import torch" 2>/dev/null; then
     echo "== installing torch (for the torch comparison and autograd tests)"
     "${pip[@]}" install torch || echo "== torch could not be installed: its tests will be skipped"
+  fi
+  if [ "$with_torch" = torch ] && "$SCATTERX_VENV/bin/python" -c "import torch" 2>/dev/null \
+      && ! "$SCATTERX_VENV/bin/python" -c "import torch_geometric" 2>/dev/null; then
+    echo "== installing torch_geometric (for tests/python/test_pyg.py: PyG on scatterx.torch_scatter)"
+    "${pip[@]}" install torch_geometric || echo "== torch_geometric could not be installed: test_pyg.py will be skipped"
   fi
   if command -v mpicc >/dev/null && ! "$SCATTERX_VENV/bin/python" -c "import mpi4py" 2>/dev/null; then
     echo "== installing mpi4py (for the scatterx.distributed tests with an mpi4py communicator)"
