@@ -145,6 +145,11 @@ TEST(GatherScatter, MatchesReference) {
             const Tensor got = scatterx::gather_scatter(xv, src, dst, reduce, wp, dim_size);
             const Tensor want = reference(xv, src, dst, reduce, wp, dim_size < 0 ? max_dst + 1 : dim_size);
             EXPECT_TRUE(same_values(got, want));
+            // The same destinations through an IndexPlan, used twice.
+            const scatterx::IndexPlan plan(dst, dim_size);
+            EXPECT_EQ(plan.dim_size(), dim_size < 0 ? max_dst + 1 : dim_size);
+            EXPECT_TRUE(same_values(scatterx::gather_scatter(xv, src, plan, reduce, wp), want)) << "plan";
+            EXPECT_TRUE(same_values(scatterx::gather_scatter(xv, src, plan, reduce, wp), want)) << "plan, again";
             ++cases;
           }
         }
@@ -249,6 +254,85 @@ TEST(GatherScatterErrors, Checked) {
   expect_error<scatterx::ArgumentError>(
       [&] { scatterx::gather_scatter(Tensor::zeros({}, DType::Float32), src, dst, Reduce::Sum); },
       {"gather_scatter: ", "at least 1 dimension"});
+}
+
+}  // namespace
+}  // namespace sxt
+
+namespace sxt {
+namespace {
+
+// scatter_by_plan: the rows of src folded by a 1-d index, against the serial
+// reference with the identity as src_index.
+TEST(IndexPlan, ScatterByPlanMatchesReference) {
+  Rng rng(case_seed("IndexPlan.ScatterByPlanMatchesReference", 0));
+  ValueOptions values;
+  values.special_rate = 0;
+  for (DType dtype : float_dtypes()) {
+    for (Reduce reduce : reduces()) {
+      for (DType index_dtype : {DType::Int32, DType::Int64}) {
+        SCOPED_TRACE(dtype_label(dtype) + " " + reduce_label(reduce) + " " + dtype_label(index_dtype));
+        const int64_t rows = rng.uniform(0, 400);
+        Tensor src = Tensor::empty({rows, 3, 5}, dtype);
+        fill_random(src, rng, values);
+        Tensor index = Tensor::empty({rows}, index_dtype);
+        fill_index(index, rng, 0, 60);
+        Tensor identity = Tensor::empty({rows}, DType::Int64);
+        for (int64_t r = 0; r < rows; ++r) static_cast<int64_t*>(identity.data())[r] = r;
+        const scatterx::IndexPlan plan(index, 64);
+        const Tensor want = reference(src, identity, index, reduce, nullptr, 64);
+        EXPECT_TRUE(same_values(scatterx::scatter_by_plan(src, plan, reduce), want));
+      }
+    }
+  }
+}
+
+TEST(IndexPlan, OutlivesItsIndexAndCounts) {
+  Tensor index = make_tensor<int64_t>({6}, {2, 0, 2, 5, 2, 0});
+  const scatterx::IndexPlan plan(index, -1);
+  static_cast<int64_t*>(index.data())[0] = 99;  // the plan copied what it needs
+  index = Tensor();
+  EXPECT_EQ(plan.dim_size(), 6);
+  EXPECT_EQ(plan.positions(), 6);
+  EXPECT_TRUE(same_values(plan.counts(), make_tensor<int64_t>({6}, {2, 0, 3, 0, 0, 1})));
+  const Tensor src = make_tensor<double>({6}, {1, 2, 3, 4, 5, 6});
+  EXPECT_TRUE(
+      same_values(scatterx::scatter_by_plan(src, plan, Reduce::Sum), make_tensor<double>({6}, {8, 0, 9, 0, 0, 4})));
+  const scatterx::IndexPlan copy = plan;  // copies share the grouping
+  EXPECT_TRUE(
+      same_values(scatterx::scatter_by_plan(src, copy, Reduce::Amax), make_tensor<double>({6}, {6, 0, 5, 0, 0, 4})));
+}
+
+TEST(IndexPlan, Errors) {
+  const Tensor index = make_tensor<int64_t>({3}, {0, 4, 1});
+  expect_error<scatterx::IndexError>([&] { scatterx::IndexPlan(index, 4); }, {"IndexPlan", "index", "4"});
+  expect_error<scatterx::IndexError>(
+      [&] {
+        scatterx::IndexPlan(make_tensor<int64_t>({2}, {1, -1}), -1);
+      },
+      {"IndexPlan", "index values >= 0", "-1", "[1]"});
+  expect_error<scatterx::ArgumentError>(
+      [&] {
+        scatterx::IndexPlan(Tensor::zeros({2, 2}, DType::Int64), -1);
+      },
+      {"IndexPlan", "1-d", "[2, 2]"});
+  expect_error<scatterx::DTypeError>([&] { scatterx::IndexPlan(Tensor::zeros({2}, DType::Float32), -1); },
+                                     {"IndexPlan", "index"});
+  const scatterx::IndexPlan plan(index, 5);
+  const Tensor x = Tensor::zeros({4, 2}, DType::Float32);
+  expect_error<scatterx::ArgumentError>(
+      [&] {
+        scatterx::gather_scatter(x, make_tensor<int64_t>({2}, {0, 1}), plan, Reduce::Sum);
+      },
+      {"gather_scatter", "src_index of length 3", "got 2"});
+  expect_error<scatterx::ArgumentError>([&] { scatterx::scatter_by_plan(x, plan, Reduce::Sum); },
+                                        {"scatter_by_plan", "src.size(0)", "3", "got 4"});
+  expect_error<scatterx::ArgumentError>(
+      [&] { scatterx::scatter_by_plan(Tensor::zeros({3}, DType::Float32), plan, Reduce::Prod); },
+      {"scatter_by_plan", "reduce", "prod"});
+  expect_error<scatterx::DTypeError>(
+      [&] { scatterx::scatter_by_plan(Tensor::zeros({3}, DType::Int32), plan, Reduce::Sum); },
+      {"scatter_by_plan", "src of a floating dtype", "int32"});
 }
 
 }  // namespace

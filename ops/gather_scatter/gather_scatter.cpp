@@ -7,6 +7,7 @@
 #include "ops/detail/checks.h"
 #include "ops/dispatch.h"
 #include "ops/gather_scatter/gather_scatter_args.h"
+#include "ops/gather_scatter/index_plan.h"
 
 namespace scatterx {
 
@@ -18,57 +19,38 @@ void check_edge_list(const char* op, const char* name, const TensorView& index, 
                  " (src_index's), got ", index.size(0));
 }
 
-// Checks dst_index >= 0 and returns max(dst_index) (-1 when empty).
-int64_t max_destination(const char* op, const TensorView& dst) {
-  return dispatch_index_dtype(dst.dtype(), op, [&](auto tag) {
-    using I = typename decltype(tag)::type;
-    const I* data = static_cast<const I*>(dst.data());
-    const int64_t stride = dst.strides()[0];
-    int64_t max_value = -1;
-    for (int64_t e = 0; e < dst.size(0); ++e) {
-      const int64_t v = static_cast<int64_t>(data[e * stride]);
-      SCATTERX_CHECK(v >= 0, IndexError, op, "expected dst_index values >= 0, got ", v, " at dst_index position [", e,
-                     "]");
-      max_value = std::max(max_value, v);
-    }
-    return max_value;
-  });
-}
-
-}  // namespace
-
-Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const TensorView& dst_index, Reduce reduce,
-                      const TensorView* edge_weight, int64_t dim_size) {
-  constexpr const char* op = "gather_scatter";
-  if (edge_weight != nullptr) {
-    detail::check_devices(
-        op, {{"x", &x}, {"src_index", &src_index}, {"dst_index", &dst_index}, {"edge_weight", edge_weight}});
-  } else {
-    detail::check_devices(op, {{"x", &x}, {"src_index", &src_index}, {"dst_index", &dst_index}});
-  }
-  SCATTERX_CHECK(!x.device().is_cuda(), ArgumentError, op, "not yet on CUDA: gather_scatter runs on cpu tensors only");
-  detail::check_index_dtype(op, "src_index", src_index);
-  detail::check_index_dtype(op, "dst_index", dst_index);
-  SCATTERX_CHECK(is_floating_point(x.dtype()), DTypeError, op, "expected x of a floating dtype, got ",
-                 dtype_name(x.dtype()));
+// Everything but the destinations: x, src_index (null: the identity, for
+// scatter_by_plan), edge_weight and reduce, checked against `edges`.
+void check_sources(const char* op, const TensorView& x, const TensorView* src_index, int64_t edges, Reduce reduce,
+                   const TensorView* edge_weight) {
+  if (src_index != nullptr) detail::check_devices(op, {{"x", &x}, {"src_index", src_index}});
+  if (edge_weight != nullptr) detail::check_devices(op, {{"x", &x}, {"edge_weight", edge_weight}});
+  SCATTERX_CHECK(!x.device().is_cuda(), ArgumentError, op, "not yet on CUDA: ", op, " runs on cpu tensors only");
+  SCATTERX_CHECK(is_floating_point(x.dtype()), DTypeError, op, "expected ", src_index ? "x" : "src",
+                 " of a floating dtype, got ", dtype_name(x.dtype()));
   if (edge_weight != nullptr) detail::check_same_dtype(op, "edge_weight", *edge_weight, "x", x);
   SCATTERX_CHECK(reduce == Reduce::Sum || reduce == Reduce::Mean || reduce == Reduce::Amax || reduce == Reduce::Amin,
                  ArgumentError, op, "expected reduce to be one of sum, mean, amax, amin, got '", reduce_name(reduce),
                  "'");
-  SCATTERX_CHECK(x.dim() >= 1, ArgumentError, op, "expected x with at least 1 dimension (rows along dim 0), got 0-d");
-  SCATTERX_CHECK(src_index.dim() == 1, ArgumentError, op, "expected src_index to be 1-d, got shape ",
-                 src_index.sizes().str());
-  const int64_t edges = src_index.size(0);
-  check_edge_list(op, "dst_index", dst_index, edges);
-  if (edge_weight != nullptr) check_edge_list(op, "edge_weight", *edge_weight, edges);
-  detail::check_index_bounds(op, src_index, 0, x.size(0));
-  int64_t num_out = dim_size;
-  if (dim_size >= 0) {
-    detail::check_index_bounds(op, dst_index, 0, dim_size);
+  SCATTERX_CHECK(x.dim() >= 1, ArgumentError, op, "expected ", src_index ? "x" : "src",
+                 " with at least 1 dimension (rows along dim 0), got 0-d");
+  if (src_index != nullptr) {
+    detail::check_index_dtype(op, "src_index", *src_index);
+    SCATTERX_CHECK(src_index->dim() == 1, ArgumentError, op, "expected src_index to be 1-d, got shape ",
+                   src_index->sizes().str());
+    SCATTERX_CHECK(src_index->size(0) == edges, ArgumentError, op, "expected src_index of length ", edges,
+                   " (the plan's positions), got ", src_index->size(0));
+    detail::check_index_bounds(op, *src_index, 0, x.size(0));
   } else {
-    num_out = max_destination(op, dst_index) + 1;
+    SCATTERX_CHECK(x.size(0) == edges, ArgumentError, op, "expected src.size(0) to equal the plan's positions (", edges,
+                   "), got ", x.size(0));
   }
+  if (edge_weight != nullptr) check_edge_list(op, "edge_weight", *edge_weight, edges);
+}
 
+// The checked call, with the destinations grouped.
+Tensor run(const char* op, const TensorView& x, const TensorView* src_index, const detail::TargetGroups* groups,
+           Reduce reduce, const TensorView* edge_weight, int64_t edges, int64_t num_out) {
   Shape out_shape = x.sizes();
   out_shape[0] = num_out;
   int64_t features = 1;
@@ -82,8 +64,8 @@ Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const Te
   a.op = op;
   a.reduce = reduce;
   a.x = TensorView(xc.data(), xc.dtype(), Shape{x.size(0), features}, Shape{features, 1}, xc.device());
-  a.src_index = src_index;
-  a.dst_index = dst_index;
+  if (src_index != nullptr) a.src_index = *src_index;
+  a.groups = groups;
   if (edge_weight != nullptr) a.weight = *edge_weight;
   a.out = out;
   a.edges = edges;
@@ -91,6 +73,35 @@ Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const Te
   a.num_out = num_out;
   detail::gather_scatter_cpu(a);
   return out;
+}
+
+}  // namespace
+
+Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const TensorView& dst_index, Reduce reduce,
+                      const TensorView* edge_weight, int64_t dim_size) {
+  constexpr const char* op = "gather_scatter";
+  detail::check_devices(op, {{"x", &x}, {"dst_index", &dst_index}});
+  detail::check_index_dtype(op, "dst_index", dst_index);
+  SCATTERX_CHECK(src_index.dim() == 1, ArgumentError, op, "expected src_index to be 1-d, got shape ",
+                 src_index.sizes().str());
+  const int64_t edges = src_index.size(0);
+  check_sources(op, x, &src_index, edges, reduce, edge_weight);
+  check_edge_list(op, "dst_index", dst_index, edges);
+  const IndexPlan dst(dst_index, dim_size, op, "dst_index");
+  return run(op, x, &src_index, &dst.groups(), reduce, edge_weight, edges, dst.dim_size());
+}
+
+Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const IndexPlan& dst, Reduce reduce,
+                      const TensorView* edge_weight) {
+  constexpr const char* op = "gather_scatter";
+  check_sources(op, x, &src_index, dst.positions(), reduce, edge_weight);
+  return run(op, x, &src_index, &dst.groups(), reduce, edge_weight, dst.positions(), dst.dim_size());
+}
+
+Tensor scatter_by_plan(const TensorView& src, const IndexPlan& plan, Reduce reduce) {
+  constexpr const char* op = "scatter_by_plan";
+  check_sources(op, src, nullptr, plan.positions(), reduce, nullptr);
+  return run(op, src, nullptr, &plan.groups(), reduce, nullptr, plan.positions(), plan.dim_size());
 }
 
 }  // namespace scatterx

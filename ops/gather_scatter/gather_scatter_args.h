@@ -9,14 +9,16 @@
 
 namespace scatterx::detail {
 
+struct TargetGroups;
+
 struct GatherScatterArgs {
   const char* op = "";
   Reduce reduce = Reduce::Sum;
-  TensorView x;          // contiguous [N, F]
-  TensorView src_index;  // 1-d, values in [0, N)
-  TensorView dst_index;  // 1-d, values in [0, num_out)
-  TensorView weight;     // 1-d in x's dtype; data null when unweighted
-  TensorView out;        // contiguous [num_out, F]
+  TensorView x;                          // contiguous [N, F]
+  TensorView src_index;                  // 1-d, values in [0, N); data null: the identity (row e of x for edge e)
+  const TargetGroups* groups = nullptr;  // the destinations grouped (an IndexPlan's), values in [0, num_out)
+  TensorView weight;                     // 1-d in x's dtype; data null when unweighted
+  TensorView out;                        // contiguous [num_out, F]
   int64_t edges = 0;
   int64_t features = 0;  // F: the product of x's sizes after dim 0
   int64_t num_out = 0;

@@ -27,13 +27,13 @@ template <typename T, typename I, bool kWeighted>
 void lay_out_edges(const GatherScatterArgs& a, const TargetGroups& groups, Buffer<int64_t>& rows,
                    Buffer<acc_t<T>>& weights) {
   const I* src = static_cast<const I*>(a.src_index.data());
-  const int64_t src_stride = a.src_index.strides()[0];
+  const int64_t src_stride = src != nullptr ? a.src_index.strides()[0] : 0;
   const T* weight = static_cast<const T*>(a.weight.data());
   const int64_t weight_stride = kWeighted ? a.weight.strides()[0] : 0;
   parallel_for(a.edges, int64_t{1} << 14, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       const int64_t e = groups.order[p];
-      rows[p] = static_cast<int64_t>(src[e * src_stride]) * a.features;
+      rows[p] = (src != nullptr ? static_cast<int64_t>(src[e * src_stride]) : e) * a.features;
       if constexpr (kWeighted) weights[p] = static_cast<acc_t<T>>(weight[e * weight_stride]);
     }
   });
@@ -95,16 +95,10 @@ void fold_groups(const GatherScatterArgs& a, const TargetGroups& groups) {
   });
 }
 
-template <typename J>
-TargetGroups group_destinations(const GatherScatterArgs& a) {
-  return group_by_target(static_cast<const J*>(a.dst_index.data()), a.dst_index.strides()[0], a.edges, a.num_out);
-}
-
 }  // namespace
 
 void gather_scatter_cpu(const GatherScatterArgs& a) {
-  const TargetGroups groups = dispatch_index_dtype(
-      a.dst_index.dtype(), a.op, [&](auto tag) { return group_destinations<typename decltype(tag)::type>(a); });
+  const TargetGroups& groups = *a.groups;
   // Sparse groups list only the destinations hit: the others are 0.
   if (!groups.dense) std::memset(a.out.data(), 0, static_cast<size_t>(a.out.numel() * a.out.element_size()));
   const bool weighted = a.weight.data() != nullptr;
@@ -115,7 +109,9 @@ void gather_scatter_cpu(const GatherScatterArgs& a) {
       dispatch_reduce(a.reduce, [&](auto reduce_tag) {
         constexpr Reduce R = decltype(reduce_tag)::value;
         if constexpr (R == Reduce::Sum || R == Reduce::Mean || R == Reduce::Amax || R == Reduce::Amin) {
-          dispatch_index_dtype(a.src_index.dtype(), a.op, [&](auto index_tag) {
+          // The identity (no src_index) reads no index: any instantiation does.
+          const DType src_dtype = a.src_index.data() != nullptr ? a.src_index.dtype() : DType::Int64;
+          dispatch_index_dtype(src_dtype, a.op, [&](auto index_tag) {
             using I = typename decltype(index_tag)::type;
             if (weighted) {
               fold_groups<T, R, I, true>(a, groups);

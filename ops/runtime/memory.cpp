@@ -25,15 +25,16 @@ struct ScratchCache {
   std::mutex mutex;
   std::multimap<size_t, void*> free_blocks;  // capacity -> block
   size_t cached = 0;
-
-  ~ScratchCache() {
-    for (auto& [capacity, p] : free_blocks) host_free(p);
-  }
 };
 
+// Never destroyed: a Buffer may outlive every static destructor (an
+// IndexPlan held in a static, or in a Python global freed at interpreter
+// exit), and its release must still find the cache. (A destroyed cache's
+// mutex hung such a release at exit.) The blocks stay reachable through this
+// pointer, and the OS takes them back.
 ScratchCache& cache() {
-  static ScratchCache instance;
-  return instance;
+  static ScratchCache* const instance = new ScratchCache;
+  return *instance;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@ Functions used when a torch input requires grad.
 
 from . import cuda
 from ._C import __version__
+from ._plan import IndexPlan
 from ._ops import (
     gather,
     gather_scatter,
@@ -33,6 +34,7 @@ from ._ops import (
 
 __all__ = [
     "__version__",
+    "IndexPlan",
     "cuda",
     "gather",
     "gather_scatter",

@@ -30,6 +30,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _C
+from ._plan import IndexPlan
 
 __all__ = [
     "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce", "scatter_reduce_",
@@ -339,6 +340,7 @@ def gather_scatter(x: Array, src_index: Array, dst_index: Array, reduce: str = "
     ``e`` with ``dst_index[e] == n``, i.e. ``scatter(x[src_index] * edge_weight[:, None], dst_index)``,
     without forming the E x F messages.
 
+    ``dst_index`` may be a ``scatterx.IndexPlan`` built from it once (no check and no grouping per call).
     ``reduce`` is ``'sum' | 'mean' | 'amax' | 'amin'`` (a destination no edge reaches is 0);
     ``dim_size`` defaults to ``max(dst_index) + 1``. Each destination row folds its edges in edge
     order in the accumulation type (float for float16/bfloat16), so results are deterministic.
@@ -351,5 +353,9 @@ def gather_scatter(x: Array, src_index: Array, dst_index: Array, reduce: str = "
         from . import torch as sx_torch
         return sx_torch.gather_scatter(x, src_index, dst_index, reduce, edge_weight=edge_weight, dim_size=dim_size)
     weight = None if edge_weight is None else _raw(edge_weight, op, "edge_weight")
+    if isinstance(dst_index, IndexPlan):
+        dst_index.check_dim_size(op, dim_size)
+        return _C.gather_scatter_planned(_raw(x, op, "x"), _raw(src_index, op, "src_index"), dst_index._plan,
+                                         reduce, weight, _framework(x))
     return _C.gather_scatter(_raw(x, op, "x"), _raw(src_index, op, "src_index"), _raw(dst_index, op, "dst_index"),
                              reduce, weight, -1 if dim_size is None else int(dim_size), _framework(x))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import torch
 
 from . import _ops
+from ._plan import IndexPlan
 
 __all__ = ["gather", "index_select", "scatter_add", "scatter_reduce", "index_add", "index_add_weighted",
            "index_reduce", "gather_scatter"]
@@ -229,9 +230,11 @@ class _IndexAddWeighted(torch.autograd.Function):
 
 class _GatherScatter(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, src_index, dst_index, reduce, edge_weight, dim_size):
-        out = _ops.gather_scatter(x, src_index, dst_index, reduce, edge_weight=edge_weight, dim_size=dim_size)
+    def forward(ctx, x, src_index, dst, reduce, edge_weight, dim_size):
+        out = _ops.gather_scatter(x, src_index, dst, reduce, edge_weight=edge_weight, dim_size=dim_size)
         ctx.reduce = reduce
+        # A plan keeps its index tensor: the backward passes read the destinations from it.
+        dst_index = _tensor(dst.index, x) if isinstance(dst, IndexPlan) else dst
         ctx.save_for_backward(x, src_index, dst_index, edge_weight)
         return out
 
@@ -258,7 +261,8 @@ def gather_scatter(x: torch.Tensor, src_index: torch.Tensor, dst_index: torch.Te
         raise TypeError(f"gather_scatter: gradients are implemented for reduce 'sum' and 'mean', got {reduce!r}; "
                         "call .detach() on the inputs for a forward-only amax / amin")
     weight = None if edge_weight is None else _tensor(edge_weight, x)
-    return _GatherScatter.apply(x, _tensor(src_index, x), _tensor(dst_index, x), reduce, weight, dim_size)
+    dst = dst_index if isinstance(dst_index, IndexPlan) else _tensor(dst_index, x)
+    return _GatherScatter.apply(x, _tensor(src_index, x), dst, reduce, weight, dim_size)
 
 
 def gather(input: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:

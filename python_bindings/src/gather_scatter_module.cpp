@@ -14,6 +14,59 @@
 
 namespace nb = nanobind;
 
+namespace {
+
+// scatterx.IndexPlan (scatterx/_plan.py) wraps this; gather_scatter and
+// torch_scatter.scatter take it in place of a destination index.
+void register_index_plan(nb::module_& m) {
+  using scatterx::python::Framework;
+  using scatterx::python::InArray;
+  nb::class_<scatterx::IndexPlan>(m, "IndexPlan")
+      .def(
+          "__init__",
+          [](scatterx::IndexPlan* self, const InArray& index, int64_t dim_size) {
+            const scatterx::TensorView v = scatterx::python::view_of(index, "IndexPlan", "index");
+            new (self)
+                scatterx::IndexPlan(scatterx::python::without_gil([&] { return scatterx::IndexPlan(v, dim_size); }));
+          },
+          nb::arg("index"), nb::arg("dim_size"))
+      .def_prop_ro("dim_size", &scatterx::IndexPlan::dim_size)
+      .def_prop_ro("positions", &scatterx::IndexPlan::positions)
+      .def(
+          "counts",
+          [](const scatterx::IndexPlan& plan, Framework fw) { return scatterx::python::to_python(plan.counts(), fw); },
+          nb::arg("framework"));
+  m.def(
+      "gather_scatter_planned",
+      [](const InArray& x, const InArray& src_index, const scatterx::IndexPlan& dst, const std::string& reduce,
+         const std::optional<InArray>& edge_weight, Framework fw) -> nb::object {
+        constexpr const char* op = "gather_scatter";
+        const scatterx::TensorView xv = scatterx::python::view_of(x, op, "x");
+        const scatterx::TensorView s = scatterx::python::view_of(src_index, op, "src_index");
+        std::optional<scatterx::TensorView> w;
+        if (edge_weight) w = scatterx::python::view_of(*edge_weight, op, "edge_weight");
+        const scatterx::Reduce r = scatterx::reduce_from_name(reduce, op);
+        return scatterx::python::to_python(
+            scatterx::python::without_gil([&] { return scatterx::gather_scatter(xv, s, dst, r, w ? &*w : nullptr); }),
+            fw);
+      },
+      nb::arg("x"), nb::arg("src_index"), nb::arg("dst"), nb::arg("reduce"), nb::arg("edge_weight").none(),
+      nb::arg("framework"), "gather_scatter with the destinations grouped by an IndexPlan.");
+  m.def(
+      "scatter_by_plan",
+      [](const InArray& src, const scatterx::IndexPlan& plan, const std::string& reduce, Framework fw) -> nb::object {
+        constexpr const char* op = "scatter_by_plan";
+        const scatterx::TensorView sv = scatterx::python::view_of(src, op, "src");
+        const scatterx::Reduce r = scatterx::reduce_from_name(reduce, op);
+        return scatterx::python::to_python(
+            scatterx::python::without_gil([&] { return scatterx::scatter_by_plan(sv, plan, r); }), fw);
+      },
+      nb::arg("src"), nb::arg("plan"), nb::arg("reduce"), nb::arg("framework"),
+      "out[n] = reduce of the rows src[p] with index[p] == n, the index grouped by the plan.");
+}
+
+}  // namespace
+
 void register_gather_scatter_ops(nb::module_& m) {
   using scatterx::python::Framework;
   using scatterx::python::InArray;
@@ -36,4 +89,5 @@ void register_gather_scatter_ops(nb::module_& m) {
       nb::arg("x"), nb::arg("src_index"), nb::arg("dst_index"), nb::arg("reduce"), nb::arg("edge_weight").none(),
       nb::arg("dim_size"), nb::arg("framework"),
       "out[n] = reduce of x[src_index[e]] * edge_weight[e] over the edges e with dst_index[e] == n.");
+  register_index_plan(m);
 }

@@ -42,6 +42,7 @@ outputs and the gradients w.r.t. x and every parameter must match: tightly for s
 of additions), exactly for max/min (random float64 features, no duplicate edges, so no ties).
 """
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -52,7 +53,10 @@ import pytest
 from conftest import TORCH_MISSING
 
 torch = pytest.importorskip("torch", reason=TORCH_MISSING)
-pytest.importorskip("torch_geometric", reason="torch_geometric (PyTorch Geometric) not installed")
+# Looked up, not imported: importing torch_geometric patches torch functions in this process (its HashTensor
+# replaces torch.index_select, which then refuses 0-d inputs) and would change what other tests see.
+if importlib.util.find_spec("torch_geometric") is None:
+    pytest.skip("torch_geometric (PyTorch Geometric) not installed", allow_module_level=True)
 
 _SCENARIO = textwrap.dedent(
     r"""

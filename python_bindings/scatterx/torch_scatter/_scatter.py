@@ -7,8 +7,9 @@ from typing import Optional, Tuple
 import torch
 
 from .. import _C, _ops
+from .._plan import IndexPlan
 from ._common import (_TORCH, arg_reduce, broadcast, merge_arg_out, output_size, raw, refuse_grad, tensor,
-                      wants_grad)
+                      linear, wants_grad)
 
 
 def scatter_sum(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
@@ -112,9 +113,46 @@ def scatter_max(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opti
     return _scatter_arg("scatter_max", src, index, dim, out, dim_size, True)
 
 
+_PLANNED = {"sum": "sum", "add": "sum", "mean": "mean", "min": "amin", "max": "amax"}
+
+
+def _scatter_planned(src, plan: IndexPlan, dim: int, out, dim_size, reduce: str) -> torch.Tensor:
+    """scatter by a scatterx.IndexPlan: the rows of src along dim 0, grouped once by the plan."""
+    src = tensor(src)
+    if dim not in (0, -src.dim()):
+        raise ValueError(f"scatter: an IndexPlan groups the rows along dim 0, got dim={dim} for src of "
+                         f"{src.dim()} dims")
+    plan.check_dim_size("scatter", dim_size)
+    index = tensor(plan.index)
+    core = _PLANNED.get(reduce)
+    grad = wants_grad(src)
+    if (out is not None or core is None or src.dtype not in (torch.float32, torch.float64)
+            or (grad and core in ("amin", "amax"))):
+        # What the plan does not cover takes the index: out=, mul, other dtypes, and min/max that must record
+        # torch_scatter's arg gradient.
+        return scatter(src, index, dim, out, plan.dim_size, reduce)
+
+    def apply(s):
+        return _C.scatter_by_plan(raw(s, "scatter", "src"), plan._plan, core, _TORCH)
+
+    if not grad or core in ("amin", "amax"):
+        return apply(src)
+    counts = plan.counts().clamp_(min=1).to(src.dtype) if core == "mean" else None
+
+    def adjoint(g):  # each row's gradient is its destination's (over the destination's count for mean)
+        if counts is not None:
+            g = g / counts.reshape([-1] + [1] * (g.dim() - 1))
+        return g.index_select(0, index.long())
+
+    return linear(src, apply, adjoint)
+
+
 def scatter(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
             dim_size: Optional[int] = None, reduce: str = "sum") -> torch.Tensor:
-    """Reduces src into out at index along dim; reduce is 'sum' / 'add', 'mul', 'mean', 'min' or 'max'."""
+    """Reduces src into out at index along dim; reduce is 'sum' / 'add', 'mul', 'mean', 'min' or 'max'.
+    index may be a scatterx.IndexPlan (rows along dim 0): no check and no grouping per call."""
+    if isinstance(index, IndexPlan):
+        return _scatter_planned(src, index, dim, out, dim_size, reduce)
     if reduce in ("sum", "add"):
         return scatter_sum(src, index, dim, out, dim_size)
     if reduce == "mul":

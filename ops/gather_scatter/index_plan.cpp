@@ -1,0 +1,60 @@
+// IndexPlan: check a destination index once and group its positions.
+#include "ops/gather_scatter/index_plan.h"
+
+#include <algorithm>
+
+#include "ops/detail/checks.h"
+#include "ops/detail/segments.h"
+#include "ops/dispatch.h"
+
+namespace scatterx {
+
+namespace {
+
+// Checks index >= 0 and returns max(index) (-1 when empty).
+int64_t max_value(const char* op, const char* name, const TensorView& index) {
+  return dispatch_index_dtype(index.dtype(), op, [&](auto tag) {
+    using I = typename decltype(tag)::type;
+    const I* data = static_cast<const I*>(index.data());
+    const int64_t stride = index.strides()[0];
+    int64_t max_seen = -1;
+    for (int64_t p = 0; p < index.size(0); ++p) {
+      const int64_t v = static_cast<int64_t>(data[p * stride]);
+      SCATTERX_CHECK(v >= 0, IndexError, op, "expected ", name, " values >= 0, got ", v, " at ", name, " position [", p,
+                     "]");
+      max_seen = std::max(max_seen, v);
+    }
+    return max_seen;
+  });
+}
+
+}  // namespace
+
+IndexPlan::IndexPlan(const TensorView& index, int64_t dim_size, const char* op, const char* name) {
+  detail::check_index_dtype(op, name, index);
+  SCATTERX_CHECK(!index.device().is_cuda(), ArgumentError, op, "not yet on CUDA: expected ", name, " on the cpu, got ",
+                 index.device().str());
+  SCATTERX_CHECK(index.dim() == 1, ArgumentError, op, "expected ", name, " to be 1-d, got shape ", index.sizes().str());
+  if (dim_size >= 0) {
+    detail::check_index_bounds(op, index, 0, dim_size);
+  } else {
+    dim_size = max_value(op, name, index) + 1;
+  }
+  dim_size_ = dim_size;
+  positions_ = index.size(0);
+  groups_ = dispatch_index_dtype(index.dtype(), op, [&](auto tag) {
+    using I = typename decltype(tag)::type;
+    return std::make_shared<const detail::TargetGroups>(
+        detail::group_by_target(static_cast<const I*>(index.data()), index.strides()[0], positions_, dim_size_));
+  });
+}
+
+Tensor IndexPlan::counts() const {
+  Tensor out = Tensor::zeros(Shape{dim_size_}, DType::Int64, Device::cpu());
+  auto* c = static_cast<int64_t*>(out.data());
+  const detail::TargetGroups& g = *groups_;
+  for (int64_t k = 0; k < g.num_groups; ++k) c[g.target_of(k)] = g.offsets[k + 1] - g.offsets[k];
+  return out;
+}
+
+}  // namespace scatterx

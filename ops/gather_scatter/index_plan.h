@@ -1,0 +1,59 @@
+// A destination index grouped once, for the GNN layers that scatter by the
+// same index in every layer and every epoch.
+//
+// IndexPlan(index, dim_size) checks a 1-d int32/int64 index (values in
+// [0, dim_size); dim_size < 0 means max + 1) and groups its positions by
+// value (stable: a group lists its positions in index order). The ops below
+// take the plan in place of the index and skip both the check and the
+// grouping; their results are bit-identical to the same op given the index.
+//
+// Contract:
+//  - The plan copies what it needs: the index may change or be freed after.
+//  - Memory: O(positions + dim_size) int64, held until the last copy of the
+//    plan goes (copies share it). Immutable, so usable from many threads.
+//  - CPU only (a CUDA index raises ArgumentError, as gather_scatter does).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "ops/reduce.h"
+#include "ops/tensor.h"
+
+namespace scatterx {
+
+namespace detail {
+struct TargetGroups;
+}
+
+class IndexPlan {
+ public:
+  // op and name only label the errors (gather_scatter builds one from its
+  // dst_index).
+  explicit IndexPlan(const TensorView& index, int64_t dim_size = -1, const char* op = "IndexPlan",
+                     const char* name = "index");
+
+  int64_t dim_size() const { return dim_size_; }
+  int64_t positions() const { return positions_; }
+  // How many positions hold each value: [dim_size] int64.
+  Tensor counts() const;
+
+  const detail::TargetGroups& groups() const { return *groups_; }
+
+ private:
+  std::shared_ptr<const detail::TargetGroups> groups_;
+  int64_t dim_size_ = 0;
+  int64_t positions_ = 0;
+};
+
+// gather_scatter (gather_scatter.h) with the destinations grouped by `dst`.
+Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const IndexPlan& dst, Reduce reduce,
+                      const TensorView* edge_weight = nullptr);
+
+// out[n] = reduce of the rows src[p] (along dim 0) with index[p] == n: the
+// torch_scatter scatter(src, index, dim=0, dim_size, reduce) of a 1-d index,
+// for reduce Sum, Mean, Amax, Amin (an empty row is 0). src is [positions,
+// F...] of a floating dtype; out is a new [dim_size, F...].
+Tensor scatter_by_plan(const TensorView& src, const IndexPlan& plan, Reduce reduce);
+
+}  // namespace scatterx
