@@ -80,12 +80,13 @@ __global__ void fold_atomic(T* self, const T* src, const I* index, const IndexGe
   }
 }
 
+// Marks a lane with no destination in fold_atomic_aggregated.
+constexpr int64_t kNoDestination = INT64_MIN;
+
 // Sums of single elements (row_len 1: a 1-d scatter, a histogram): lanes of
 // a warp that hit the same destination add their values first (in lane
 // order, through shared memory) and one of them makes the atomic, so a hot
 // destination takes up to 32 times fewer atomics.
-constexpr int64_t kNoDestination = INT64_MIN;
-
 template <typename T, Reduce R, typename I, bool kScaled, bool kCount>
 __global__ void fold_atomic_aggregated(T* self, const T* src, const I* index, const IndexGeometry g, int64_t bound,
                                        int64_t total, const Scale<T> scale, int* counts, int64_t self_lowest) {

@@ -53,11 +53,9 @@ def scatter_mean(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opt
     own value counts for nothing and an empty position keeps it); integers divide with floor."""
     src, index = tensor(src), tensor(index)
     if out is None and not wants_grad(src) and src.dtype in (torch.float32, torch.float64):
-        # One pass, no [E, F] of ones to count with: a mean scatter into zeros leaves an empty position 0.
-        # (The same sum over the same count, bit for bit; 16-bit floats would round once instead of twice.)
-        index = broadcast(index, src, dim)
-        zeros = src.new_zeros(output_size(src, index, dim, dim_size))
-        return _ops.scatter_reduce_(zeros, dim, index, src, "mean", include_self=False)
+        # One pass, no [E, F] of ones to count with (the same sum over the same count, bit for bit; 16-bit
+        # floats would round once instead of twice).
+        return _reduce_into_zeros(src, index, dim, dim_size, "mean")
     out = scatter_sum(src, index, dim, out, dim_size)
     index_dim = dim + src.dim() if dim < 0 else dim
     if index.dim() <= index_dim:
@@ -88,15 +86,20 @@ def _scatter_arg(op: str, src, index, dim, out, dim_size, is_max: bool) -> Tuple
     return merge_arg_out(out, values, args, src.size(dim), is_max)
 
 
-def extremum_values(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optional[int],
-                    is_max: bool) -> torch.Tensor:
-    """scatter_max(...)[0] (scatter_min) without the arg, for callers that need no gradient: one amax (amin)
-    scatter into zeros, so an empty position keeps 0 as torch_scatter's. Several times faster than computing
-    the arg as well."""
+def _reduce_into_zeros(src, index, dim: int, dim_size: Optional[int], reduce: str) -> torch.Tensor:
+    """One scatter_reduce_ of src into a new zero tensor, include_self=False: a position no value reaches keeps
+    0, torch_scatter's rule. Records no gradient."""
     src, index = tensor(src), tensor(index)
     index = broadcast(index, src, dim)
     zeros = src.new_zeros(output_size(src, index, dim, dim_size))
-    return _ops.scatter_reduce_(zeros, dim, index, src.detach(), "amax" if is_max else "amin", include_self=False)
+    return _ops.scatter_reduce_(zeros, dim, index, src.detach(), reduce, include_self=False)
+
+
+def extremum_values(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optional[int],
+                    is_max: bool) -> torch.Tensor:
+    """scatter_max(...)[0] (scatter_min) without the arg, for callers that need no gradient; several times
+    faster than computing the arg as well."""
+    return _reduce_into_zeros(src, index, dim, dim_size, "amax" if is_max else "amin")
 
 
 def scatter_min(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
