@@ -6,6 +6,7 @@
 #include "ops/dtype.h"
 #include "ops/error.h"
 #include "ops/gather/gather.h"
+#include "ops/gather_scatter/gather_dot.h"
 #include "ops/gather_scatter/gather_scatter.h"
 #include "ops/gather_scatter/index_plan.h"
 #include "ops/reduce.h"

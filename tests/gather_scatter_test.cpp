@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
+#include "ops/detail/segments.h"
 #include "ops/reduce_ops.h"
 #include "scatterx.h"
 #include "tests/test_util.h"
@@ -159,14 +161,16 @@ TEST(GatherScatter, MatchesReference) {
   EXPECT_EQ(cases, 4 * 4 * 2 * 2 * 3);
 }
 
-// Many edges into few destinations (the dense grouping) and many
-// destinations (the sparse one), unweighted sum against index_select + index_add.
+// Many edges into few destinations and about as many destinations as edges
+// (both grouped densely, by the kernel's counting sort) and far more
+// destinations than edges (grouped sparsely, by a plan), unweighted sum
+// against index_select + index_add.
 TEST(GatherScatter, MatchesIndexSelectIndexAdd) {
   Rng rng(case_seed("GatherScatter.MatchesIndexSelectIndexAdd", 0));
   ValueOptions values;
   values.special_rate = 0;
-  for (int64_t nodes : {int64_t{7}, int64_t{5000}}) {
-    const int64_t edges = 20000;
+  for (const auto& [nodes, edges] : {std::pair<int64_t, int64_t>{7, 20000}, {5000, 20000}, {200000, 300}}) {
+    ASSERT_EQ(scatterx::detail::groups_densely(edges, nodes), nodes <= 5000);
     Tensor x = Tensor::empty({nodes, 16}, DType::Float64);
     fill_random(x, rng, values);
     Tensor src = Tensor::empty({edges}, DType::Int64);
@@ -212,7 +216,7 @@ TEST(GatherScatterErrors, Checked) {
       [&] {
         scatterx::gather_scatter(x, make_tensor<int64_t>({3}, {0, 4, 1}), dst, Reduce::Sum);
       },
-      {"gather_scatter: ", "4", "[1]"});
+      {"gather_scatter: src_index 4 is out of bounds", "(src_index position [1])"});
   expect_error<scatterx::IndexError>(
       [&] {
         scatterx::gather_scatter(x, src, make_tensor<int32_t>({3}, {0, 1, -2}), Reduce::Sum);
@@ -222,7 +226,7 @@ TEST(GatherScatterErrors, Checked) {
       [&] {
         scatterx::gather_scatter(x, src, make_tensor<int64_t>({3}, {0, 5, 1}), Reduce::Sum, nullptr, 5);
       },
-      {"gather_scatter: ", "5", "[1]"});
+      {"gather_scatter: dst_index 5 is out of bounds", "(dst_index position [1])"});
   expect_error<scatterx::DTypeError>(
       [&] {
         scatterx::gather_scatter(x, make_tensor<float>({3}, {0, 1, 2}), dst, Reduce::Sum);

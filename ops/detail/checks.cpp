@@ -204,4 +204,20 @@ double check_index_bounds(const char* op, const TensorView& index, int64_t dim, 
   return -1;
 }
 
+void check_named_index_bounds(const char* op, const char* name, const TensorView& index, int64_t dim, int64_t bound) {
+  try {
+    check_index_bounds(op, index, dim, bound);
+  } catch (const IndexError& e) {
+    // "<op>: index ... (index position [p])" with the index's name in place of "index".
+    std::string message = e.what();
+    const std::string prefix = std::string(op) + ": index";
+    if (message.rfind(prefix, 0) != 0) throw;
+    message = message.substr(prefix.size());
+    const std::string position = "(index position";
+    const size_t at = message.find(position);
+    if (at != std::string::npos) message.replace(at, position.size(), std::string("(") + name + " position");
+    raise<IndexError>(op, name, message);
+  }
+}
+
 }  // namespace scatterx::detail

@@ -47,4 +47,9 @@ void check_no_overlap(const char* op, const char* written_name, const TensorView
 double check_index_bounds(const char* op, const TensorView& index, int64_t dim, int64_t bound,
                           bool measure_contention = false);
 
+// check_index_bounds for an op that takes several indices: the error names
+// the one at fault ("<op>: src_index 7 is out of bounds for dimension 0
+// with size 4 (src_index position [1])").
+void check_named_index_bounds(const char* op, const char* name, const TensorView& index, int64_t dim, int64_t bound);
+
 }  // namespace scatterx::detail

@@ -8,8 +8,7 @@ namespace scatterx::detail {
 
 namespace {
 
-constexpr int64_t kSortGrain = 1 << 15;  // items per thread below which threads cost more than they save
-constexpr int kMaxDigitBits = 11;        // 2048 buckets: per-thread histograms stay in L1
+constexpr int kMaxDigitBits = 11;  // 2048 buckets: per-thread histograms stay in L1
 
 int bit_width(uint64_t v) {
   int bits = 0;
@@ -112,52 +111,19 @@ void extract_groups(int64_t n, const Target& target_of, const Position& position
   }
 }
 
-// Counting sort into one group per target: a histogram pass, a prefix sum
-// (target-major, piece-minor: stable) and a placement pass.
-template <typename I>
-void counting_sort_groups(const I* values, int64_t stride, int64_t count, int64_t num_targets, int64_t pieces,
-                          TargetGroups& groups) {
-  Buffer<int64_t> histograms(pieces * num_targets);
-  groups.dense = true;
-  groups.num_groups = num_targets;
-  groups.offsets = Buffer<int64_t>(num_targets + 1);
-  groups.order = Buffer<int64_t>(count);
-#pragma omp parallel for num_threads(static_cast <int>(pieces)) schedule(static, 1)
-  for (int64_t p = 0; p < pieces; ++p) {
-    const Piece piece = piece_of(p, pieces, count);
-    int64_t* hist = histograms.data() + p * num_targets;
-    std::fill(hist, hist + num_targets, 0);
-    for (int64_t i = piece.begin; i < piece.end; ++i) ++hist[values[i * stride]];
-  }
-  int64_t running = 0;
-  for (int64_t t = 0; t < num_targets; ++t) {
-    groups.offsets[t] = running;
-    for (int64_t p = 0; p < pieces; ++p) {
-      int64_t& h = histograms[p * num_targets + t];
-      const int64_t c = h;
-      h = running;
-      running += c;
-    }
-  }
-  groups.offsets[num_targets] = running;
-#pragma omp parallel for num_threads(static_cast <int>(pieces)) schedule(static, 1)
-  for (int64_t p = 0; p < pieces; ++p) {
-    const Piece piece = piece_of(p, pieces, count);
-    int64_t* next = histograms.data() + p * num_targets;
-    for (int64_t i = piece.begin; i < piece.end; ++i) groups.order[next[values[i * stride]]++] = i;
-  }
-}
-
 }  // namespace
 
 template <typename I>
 TargetGroups group_by_target(const I* values, int64_t stride, int64_t count, int64_t num_targets) {
   TargetGroups groups;
   if (count == 0) return groups;
-  const int64_t pieces = threads_for(count, kSortGrain);
-  if (pieces * num_targets <= 2 * count) {
+  if (groups_densely(count, num_targets)) {
     // Histograms no bigger than the data: one counting pass beats radix passes.
-    counting_sort_groups(values, stride, count, num_targets, pieces, groups);
+    groups.dense = true;
+    groups.num_groups = num_targets;
+    groups.order = Buffer<int64_t>(count);
+    counting_sort_by_target(values, stride, count, num_targets, groups.offsets,
+                            [&](int64_t p, int64_t slot) { groups.order[slot] = p; });
     return groups;
   }
   constexpr int64_t k32 = int64_t{1} << 32;

@@ -3,6 +3,7 @@
 // thread, so no two threads write one destination and no atomics are used.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "ops/runtime/parallel.h"
@@ -20,6 +21,53 @@ struct TargetGroups {
 
   int64_t target_of(int64_t group) const { return dense ? group : target[group]; }
 };
+
+constexpr int64_t kSortGrain = 1 << 15;  // items per thread below which threads cost more than they save
+
+// Whether group_by_target groups these sizes densely (a counting sort): its
+// per-thread histograms are no bigger than the data.
+inline bool groups_densely(int64_t count, int64_t num_targets) {
+  return threads_for(count, kSortGrain) * num_targets <= 2 * count;
+}
+
+// The counting sort of the dense grouping, with the placement left to the
+// caller: fills offsets[0..num_targets] (target t's run is [offsets[t],
+// offsets[t + 1])) and calls place(p, slot) once for each position p with
+// its slot in the grouped order; stable, and the slots do not depend on the
+// thread count. A histogram pass, a prefix sum (target-major, piece-minor)
+// and a placement pass; values must already be checked to lie in
+// [0, num_targets). Callers that lay out their payload in `place` save a
+// pass over the positions.
+template <typename I, typename Place>
+void counting_sort_by_target(const I* values, int64_t stride, int64_t count, int64_t num_targets,
+                             Buffer<int64_t>& offsets, const Place& place) {
+  const int64_t pieces = threads_for(count, kSortGrain);
+  Buffer<int64_t> histograms(pieces * num_targets);
+  offsets = Buffer<int64_t>(num_targets + 1);
+  auto piece_begin = [&](int64_t p) { return std::min(count, p * ((count + pieces - 1) / pieces)); };
+#pragma omp parallel for num_threads(static_cast <int>(pieces)) schedule(static, 1)
+  for (int64_t p = 0; p < pieces; ++p) {
+    int64_t* hist = histograms.data() + p * num_targets;
+    std::fill(hist, hist + num_targets, 0);
+    for (int64_t i = piece_begin(p); i < piece_begin(p + 1); ++i) ++hist[values[i * stride]];
+  }
+  int64_t running = 0;
+  for (int64_t t = 0; t < num_targets; ++t) {
+    offsets[t] = running;
+    for (int64_t p = 0; p < pieces; ++p) {
+      int64_t& h = histograms[p * num_targets + t];
+      const int64_t c = h;
+      h = running;
+      running += c;
+    }
+  }
+  offsets[num_targets] = running;
+#pragma omp parallel for num_threads(static_cast <int>(pieces)) schedule(static, 1)
+  for (int64_t p = 0; p < pieces; ++p) {
+    int64_t* next = histograms.data() + p * num_targets;
+    for (int64_t i = piece_begin(p); i < piece_begin(p + 1); ++i) place(i, next[values[i * stride]]++);
+  }
+}
 
 // Groups positions 0..count-1 by values[p * stride], which must already be
 // checked to lie in [0, num_targets). Stable (positions keep index order

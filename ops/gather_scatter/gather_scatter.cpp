@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "ops/detail/checks.h"
+#include "ops/detail/segments.h"
 #include "ops/dispatch.h"
 #include "ops/gather_scatter/gather_scatter_args.h"
 #include "ops/gather_scatter/index_plan.h"
@@ -40,7 +41,7 @@ void check_sources(const char* op, const TensorView& x, const TensorView* src_in
                    src_index->sizes().str());
     SCATTERX_CHECK(src_index->size(0) == edges, ArgumentError, op, "expected src_index of length ", edges,
                    " (the plan's positions), got ", src_index->size(0));
-    detail::check_index_bounds(op, *src_index, 0, x.size(0));
+    detail::check_named_index_bounds(op, "src_index", *src_index, 0, x.size(0));
   } else {
     SCATTERX_CHECK(x.size(0) == edges, ArgumentError, op, "expected src.size(0) to equal the plan's positions (", edges,
                    "), got ", x.size(0));
@@ -48,9 +49,10 @@ void check_sources(const char* op, const TensorView& x, const TensorView* src_in
   if (edge_weight != nullptr) check_edge_list(op, "edge_weight", *edge_weight, edges);
 }
 
-// The checked call, with the destinations grouped.
+// The checked call, with the destinations grouped (groups), or to be grouped
+// densely by the kernel (dst_index).
 Tensor run(const char* op, const TensorView& x, const TensorView* src_index, const detail::TargetGroups* groups,
-           Reduce reduce, const TensorView* edge_weight, int64_t edges, int64_t num_out) {
+           const TensorView* dst_index, Reduce reduce, const TensorView* edge_weight, int64_t edges, int64_t num_out) {
   Shape out_shape = x.sizes();
   out_shape[0] = num_out;
   int64_t features = 1;
@@ -66,6 +68,7 @@ Tensor run(const char* op, const TensorView& x, const TensorView* src_index, con
   a.x = TensorView(xc.data(), xc.dtype(), Shape{x.size(0), features}, Shape{features, 1}, xc.device());
   if (src_index != nullptr) a.src_index = *src_index;
   a.groups = groups;
+  if (dst_index != nullptr) a.dst_index = *dst_index;
   if (edge_weight != nullptr) a.weight = *edge_weight;
   a.out = out;
   a.edges = edges;
@@ -87,21 +90,26 @@ Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const Te
   const int64_t edges = src_index.size(0);
   check_sources(op, x, &src_index, edges, reduce, edge_weight);
   check_edge_list(op, "dst_index", dst_index, edges);
-  const IndexPlan dst(dst_index, dim_size, op, "dst_index");
-  return run(op, x, &src_index, &dst.groups(), reduce, edge_weight, edges, dst.dim_size());
+  const int64_t num_out = detail::checked_dim_size(op, "dst_index", dst_index, dim_size);
+  if (detail::groups_densely(edges, num_out)) {
+    // The kernel's counting sort lays the edges out as it groups them: no plan to build and read back.
+    return run(op, x, &src_index, nullptr, &dst_index, reduce, edge_weight, edges, num_out);
+  }
+  const IndexPlan dst(dst_index, num_out, op, "dst_index");
+  return run(op, x, &src_index, &dst.groups(), nullptr, reduce, edge_weight, edges, dst.dim_size());
 }
 
 Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const IndexPlan& dst, Reduce reduce,
                       const TensorView* edge_weight) {
   constexpr const char* op = "gather_scatter";
   check_sources(op, x, &src_index, dst.positions(), reduce, edge_weight);
-  return run(op, x, &src_index, &dst.groups(), reduce, edge_weight, dst.positions(), dst.dim_size());
+  return run(op, x, &src_index, &dst.groups(), nullptr, reduce, edge_weight, dst.positions(), dst.dim_size());
 }
 
 Tensor scatter_by_plan(const TensorView& src, const IndexPlan& plan, Reduce reduce) {
   constexpr const char* op = "scatter_by_plan";
   check_sources(op, src, nullptr, plan.positions(), reduce, nullptr);
-  return run(op, src, nullptr, &plan.groups(), reduce, nullptr, plan.positions(), plan.dim_size());
+  return run(op, src, nullptr, &plan.groups(), nullptr, reduce, nullptr, plan.positions(), plan.dim_size());
 }
 
 }  // namespace scatterx

@@ -17,6 +17,7 @@ struct GatherScatterArgs {
   TensorView x;                          // contiguous [N, F]
   TensorView src_index;                  // 1-d, values in [0, N); data null: the identity (row e of x for edge e)
   const TargetGroups* groups = nullptr;  // the destinations grouped (an IndexPlan's), values in [0, num_out)
+  TensorView dst_index;                  // when groups is null: 1-d, values in [0, num_out), grouped densely here
   TensorView weight;                     // 1-d in x's dtype; data null when unweighted
   TensorView out;                        // contiguous [num_out, F]
   int64_t edges = 0;

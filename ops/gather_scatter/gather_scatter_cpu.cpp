@@ -1,5 +1,6 @@
 // CPU gather_scatter kernel. Edges are grouped by destination (stable, so
-// each group lists its edges in edge order); groups are spread over threads
+// each group lists its edges in edge order: by an IndexPlan, or here by a
+// counting sort that lays the edges out as it places them); groups are spread over threads
 // and each destination row is folded by one thread, a tile of features at a
 // time, and written once: no atomics, results independent of the thread count.
 #include <algorithm>
@@ -23,20 +24,56 @@ constexpr int64_t kPrefetch = 12;  // edges ahead whose source row is prefetched
 // The grouped edges' source row offsets (and weights, in the accumulation
 // type) laid out in group order, so the fold reads them sequentially and
 // its row loads do not wait on two dependent index loads each.
+template <typename T>
+struct LaidOutEdges {
+  Buffer<int64_t> rows;
+  Buffer<acc_t<T>> weights;  // empty when unweighted
+  Buffer<int64_t> offsets;   // dense grouping only: [num_out + 1]
+};
+
 template <typename T, typename I, bool kWeighted>
-void lay_out_edges(const GatherScatterArgs& a, const TargetGroups& groups, Buffer<int64_t>& rows,
-                   Buffer<acc_t<T>>& weights) {
-  const I* src = static_cast<const I*>(a.src_index.data());
-  const int64_t src_stride = src != nullptr ? a.src_index.strides()[0] : 0;
-  const T* weight = static_cast<const T*>(a.weight.data());
-  const int64_t weight_stride = kWeighted ? a.weight.strides()[0] : 0;
+struct EdgeSource {
+  const I* src;  // null: the identity
+  int64_t src_stride;
+  const T* weight;
+  int64_t weight_stride;
+  int64_t features;
+
+  explicit EdgeSource(const GatherScatterArgs& a)
+      : src(static_cast<const I*>(a.src_index.data())),
+        src_stride(src != nullptr ? a.src_index.strides()[0] : 0),
+        weight(static_cast<const T*>(a.weight.data())),
+        weight_stride(kWeighted ? a.weight.strides()[0] : 0),
+        features(a.features) {}
+
+  // Edge e's entry at slot p.
+  void place(LaidOutEdges<T>& out, int64_t e, int64_t p) const {
+    out.rows[p] = (src != nullptr ? static_cast<int64_t>(src[e * src_stride]) : e) * features;
+    if constexpr (kWeighted) out.weights[p] = static_cast<acc_t<T>>(weight[e * weight_stride]);
+  }
+};
+
+// From a plan's grouping: one pass over its order.
+template <typename T, typename I, bool kWeighted>
+LaidOutEdges<T> lay_out_by_plan(const GatherScatterArgs& a) {
+  LaidOutEdges<T> out{Buffer<int64_t>(a.edges), Buffer<acc_t<T>>(kWeighted ? a.edges : 0), {}};
+  const EdgeSource<T, I, kWeighted> source(a);
+  const TargetGroups& groups = *a.groups;
   parallel_for(a.edges, int64_t{1} << 14, [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      const int64_t e = groups.order[p];
-      rows[p] = (src != nullptr ? static_cast<int64_t>(src[e * src_stride]) : e) * a.features;
-      if constexpr (kWeighted) weights[p] = static_cast<acc_t<T>>(weight[e * weight_stride]);
-    }
+    for (int64_t p = begin; p < end; ++p) source.place(out, groups.order[p], p);
   });
+  return out;
+}
+
+// From dst_index itself, densely: the counting sort places each edge's
+// entry directly (no order array and no second pass over it).
+template <typename T, typename I, typename D, bool kWeighted>
+LaidOutEdges<T> lay_out_by_counting(const GatherScatterArgs& a) {
+  LaidOutEdges<T> out{Buffer<int64_t>(a.edges), Buffer<acc_t<T>>(kWeighted ? a.edges : 0), {}};
+  const EdgeSource<T, I, kWeighted> source(a);
+  counting_sort_by_target(static_cast<const D*>(a.dst_index.data()), a.dst_index.strides()[0], a.edges, a.num_out,
+                          out.offsets, [&](int64_t e, int64_t slot) { source.place(out, e, slot); });
+  return out;
 }
 
 // Folds the edges [begin, end) of one group over features [k0, k0 + count)
@@ -69,38 +106,54 @@ void fold_tile(const GatherScatterArgs& a, const Buffer<int64_t>& rows, const Bu
   for (int64_t j = 0; j < count; ++j) o[k0 + j] = empty_is_zero ? T(0) : static_cast<T>(Op::finalize(acc[j], n));
 }
 
-template <typename T, Reduce R, typename I, bool kWeighted>
-void fold_groups(const GatherScatterArgs& a, const TargetGroups& groups) {
+// Folds every group: groups [0, num_groups) with edges [offsets[g],
+// offsets[g + 1]) of the laid-out entries into row target_of(g) of out.
+template <typename T, Reduce R, bool kWeighted, typename TargetOf>
+void fold_groups(const GatherScatterArgs& a, const LaidOutEdges<T>& edges, int64_t num_groups, const int64_t* offsets,
+                 const TargetOf& target_of) {
   T* out = static_cast<T*>(a.out.data());
   const int64_t F = a.features;
-  Buffer<int64_t> rows(a.edges);
-  Buffer<acc_t<T>> weights(kWeighted ? a.edges : 0);
-  lay_out_edges<T, I, kWeighted>(a, groups, rows, weights);
   const int64_t reads = std::max<int64_t>(1, a.edges * F);
-  const int64_t grain = std::max<int64_t>(1, kUnitElements * groups.num_groups / reads);
-  parallel_for_dynamic(groups.num_groups, grain, [&](int64_t first, int64_t last) {
+  const int64_t grain = std::max<int64_t>(1, kUnitElements * num_groups / reads);
+  parallel_for_dynamic(num_groups, grain, [&](int64_t first, int64_t last) {
     for (int64_t g = first; g < last; ++g) {
-      const int64_t begin = groups.offsets[g];
-      const int64_t end = groups.offsets[g + 1];
-      T* o = out + groups.target_of(g) * F;
+      const int64_t begin = offsets[g];
+      const int64_t end = offsets[g + 1];
+      T* o = out + target_of(g) * F;
       for (int64_t k0 = 0; k0 < F; k0 += kTile) {
         const int64_t count = std::min(kTile, F - k0);
         if (count == kTile) {
-          fold_tile<T, R, kWeighted, kTile>(a, rows, weights, begin, end, k0, count, o);
+          fold_tile<T, R, kWeighted, kTile>(a, edges.rows, edges.weights, begin, end, k0, count, o);
         } else {
-          fold_tile<T, R, kWeighted, 0>(a, rows, weights, begin, end, k0, count, o);
+          fold_tile<T, R, kWeighted, 0>(a, edges.rows, edges.weights, begin, end, k0, count, o);
         }
       }
     }
   });
 }
 
+template <typename T, Reduce R, typename I, bool kWeighted>
+void run_typed(const GatherScatterArgs& a) {
+  if (a.groups != nullptr) {
+    const TargetGroups& groups = *a.groups;
+    const LaidOutEdges<T> edges = lay_out_by_plan<T, I, kWeighted>(a);
+    fold_groups<T, R, kWeighted>(a, edges, groups.num_groups, groups.offsets.data(),
+                                 [&](int64_t g) { return groups.target_of(g); });
+    return;
+  }
+  dispatch_index_dtype(a.dst_index.dtype(), a.op, [&](auto dst_tag) {
+    using D = typename decltype(dst_tag)::type;
+    const LaidOutEdges<T> edges = lay_out_by_counting<T, I, D, kWeighted>(a);
+    fold_groups<T, R, kWeighted>(a, edges, a.num_out, edges.offsets.data(), [](int64_t g) { return g; });
+  });
+}
+
 }  // namespace
 
 void gather_scatter_cpu(const GatherScatterArgs& a) {
-  const TargetGroups& groups = *a.groups;
   // Sparse groups list only the destinations hit: the others are 0.
-  if (!groups.dense) std::memset(a.out.data(), 0, static_cast<size_t>(a.out.numel() * a.out.element_size()));
+  if (a.groups != nullptr && !a.groups->dense)
+    std::memset(a.out.data(), 0, static_cast<size_t>(a.out.numel() * a.out.element_size()));
   const bool weighted = a.weight.data() != nullptr;
   dispatch_dtype(a.x.dtype(), a.op, [&](auto dtype_tag) {
     constexpr DType D = decltype(dtype_tag)::value;
@@ -114,9 +167,9 @@ void gather_scatter_cpu(const GatherScatterArgs& a) {
           dispatch_index_dtype(src_dtype, a.op, [&](auto index_tag) {
             using I = typename decltype(index_tag)::type;
             if (weighted) {
-              fold_groups<T, R, I, true>(a, groups);
+              run_typed<T, R, I, true>(a);
             } else {
-              fold_groups<T, R, I, false>(a, groups);
+              run_typed<T, R, I, false>(a);
             }
           });
         }

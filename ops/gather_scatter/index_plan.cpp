@@ -9,10 +9,18 @@
 
 namespace scatterx {
 
-namespace {
+namespace detail {
 
-// Checks index >= 0 and returns max(index) (-1 when empty).
-int64_t max_value(const char* op, const char* name, const TensorView& index) {
+int64_t checked_dim_size(const char* op, const char* name, const TensorView& index, int64_t dim_size) {
+  detail::check_index_dtype(op, name, index);
+  SCATTERX_CHECK(!index.device().is_cuda(), ArgumentError, op, "not yet on CUDA: expected ", name, " on the cpu, got ",
+                 index.device().str());
+  SCATTERX_CHECK(index.dim() == 1, ArgumentError, op, "expected ", name, " to be 1-d, got shape ", index.sizes().str());
+  if (dim_size >= 0) {
+    detail::check_named_index_bounds(op, name, index, 0, dim_size);
+    return dim_size;
+  }
+  // max + 1, checking index >= 0 on the way
   return dispatch_index_dtype(index.dtype(), op, [&](auto tag) {
     using I = typename decltype(tag)::type;
     const I* data = static_cast<const I*>(index.data());
@@ -24,23 +32,14 @@ int64_t max_value(const char* op, const char* name, const TensorView& index) {
                      "]");
       max_seen = std::max(max_seen, v);
     }
-    return max_seen;
+    return max_seen + 1;
   });
 }
 
-}  // namespace
+}  // namespace detail
 
 IndexPlan::IndexPlan(const TensorView& index, int64_t dim_size, const char* op, const char* name) {
-  detail::check_index_dtype(op, name, index);
-  SCATTERX_CHECK(!index.device().is_cuda(), ArgumentError, op, "not yet on CUDA: expected ", name, " on the cpu, got ",
-                 index.device().str());
-  SCATTERX_CHECK(index.dim() == 1, ArgumentError, op, "expected ", name, " to be 1-d, got shape ", index.sizes().str());
-  if (dim_size >= 0) {
-    detail::check_index_bounds(op, index, 0, dim_size);
-  } else {
-    dim_size = max_value(op, name, index) + 1;
-  }
-  dim_size_ = dim_size;
+  dim_size_ = detail::checked_dim_size(op, name, index, dim_size);
   positions_ = index.size(0);
   groups_ = dispatch_index_dtype(index.dtype(), op, [&](auto tag) {
     using I = typename decltype(tag)::type;

@@ -24,7 +24,13 @@ namespace scatterx {
 
 namespace detail {
 struct TargetGroups;
-}
+
+// Checks a 1-d int32/int64 cpu index against dim_size (>= 0), or that its
+// values are >= 0 when dim_size < 0; returns dim_size, or max(index) + 1 (0
+// for an empty index). The checks of IndexPlan and of gather_scatter's
+// dst_index; op and name label the errors.
+int64_t checked_dim_size(const char* op, const char* name, const TensorView& index, int64_t dim_size);
+}  // namespace detail
 
 class IndexPlan {
  public:

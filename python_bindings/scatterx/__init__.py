@@ -16,6 +16,7 @@ from ._C import __version__
 from ._plan import IndexPlan
 from ._ops import (
     gather,
+    gather_dot,
     gather_scatter,
     index_add,
     index_add_,
@@ -37,6 +38,7 @@ __all__ = [
     "IndexPlan",
     "cuda",
     "gather",
+    "gather_dot",
     "gather_scatter",
     "index_select",
     "scatter",

@@ -35,7 +35,7 @@ from ._plan import IndexPlan
 __all__ = [
     "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce", "scatter_reduce_",
     "index_select", "index_add", "index_add_", "index_add_weighted", "index_add_weighted_", "index_reduce",
-    "index_reduce_", "gather_scatter",
+    "index_reduce_", "gather_scatter", "gather_dot",
 ]
 
 Array = Any  # numpy.ndarray or torch.Tensor
@@ -344,7 +344,7 @@ def gather_scatter(x: Array, src_index: Array, dst_index: Array, reduce: str = "
     ``reduce`` is ``'sum' | 'mean' | 'amax' | 'amin'`` (a destination no edge reaches is 0);
     ``dim_size`` defaults to ``max(dst_index) + 1``. Each destination row folds its edges in edge
     order in the accumulation type (float for float16/bfloat16), so results are deterministic.
-    CPU only so far. Differentiable in x and edge_weight for sum and mean (``scatterx.torch``).
+    CPU only so far. Differentiable in x and edge_weight for every reduce (``scatterx.torch``).
     """
     op = "gather_scatter"
     if not isinstance(reduce, str):
@@ -359,3 +359,17 @@ def gather_scatter(x: Array, src_index: Array, dst_index: Array, reduce: str = "
                                          reduce, weight, _framework(x))
     return _C.gather_scatter(_raw(x, op, "x"), _raw(src_index, op, "src_index"), _raw(dst_index, op, "dst_index"),
                              reduce, weight, -1 if dim_size is None else int(dim_size), _framework(x))
+
+
+def gather_dot(a: Array, a_index: Array, b: Array, b_index: Array) -> Array:
+    """Per-edge dot products of gathered rows: ``out[e] = (a[a_index[e]] * b[b_index[e]]).sum()`` over the
+    features (the sizes after dim 0, which a and b share), i.e. the SDDMM of a graph network (attention
+    scores, the gradient of gather_scatter in edge_weight), without forming the two E x F gathers.
+
+    ``a`` and ``b`` share a floating dtype; the indices are 1-d int32/int64 of one length E. Each dot is
+    summed in the accumulation type (float for float16/bfloat16) in a fixed order: deterministic. CPU only
+    so far. Not differentiable (call it on detached tensors).
+    """
+    op = "gather_dot"
+    return _C.gather_dot(_raw(a, op, "a"), _raw(a_index, op, "a_index"), _raw(b, op, "b"),
+                         _raw(b_index, op, "b_index"), _framework(a))

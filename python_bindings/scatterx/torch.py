@@ -235,12 +235,14 @@ class _GatherScatter(torch.autograd.Function):
         ctx.reduce = reduce
         # A plan keeps its index tensor: the backward passes read the destinations from it.
         dst_index = _tensor(dst.index, x) if isinstance(dst, IndexPlan) else dst
-        ctx.save_for_backward(x, src_index, dst_index, edge_weight)
+        ctx.save_for_backward(x, src_index, dst_index, edge_weight, out if reduce in ("amax", "amin") else None)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        x, src_index, dst_index, edge_weight = ctx.saved_tensors
+        x, src_index, dst_index, edge_weight, out = ctx.saved_tensors
+        if ctx.reduce in ("amax", "amin"):
+            return _extremum_backward(ctx, grad, x, src_index, dst_index, edge_weight, out)
         if ctx.reduce == "mean":  # each edge's share of its row: grad / (edges into the row, at least 1)
             counts = torch.bincount(dst_index.long(), minlength=grad.shape[0]).clamp_(min=1)
             grad = grad / counts.to(grad.dtype).reshape([-1] + [1] * (grad.dim() - 1))
@@ -248,18 +250,34 @@ class _GatherScatter(torch.autograd.Function):
         if ctx.needs_input_grad[0]:  # the transposed graph: rows of grad flow back along the edges
             grad_x = _ops.gather_scatter(grad, dst_index, src_index, "sum", edge_weight=edge_weight,
                                          dim_size=x.shape[0])
-        if ctx.needs_input_grad[4]:  # dot(grad[dst[e]], x[src[e]]); forms the E x F products
-            products = grad.index_select(0, dst_index.long()) * x.index_select(0, src_index.long())
-            grad_weight = products.reshape(products.shape[0], -1).sum(1)
+        if ctx.needs_input_grad[4]:  # dot(grad[dst[e]], x[src[e]]), one row pair at a time: no E x F products
+            grad_weight = _ops.gather_dot(grad.contiguous(), dst_index, x, src_index)
         return grad_x, None, None, None, grad_weight, None
+
+
+def _extremum_backward(ctx, grad, x, src_index, dst_index, edge_weight, out):
+    """torch's amax / amin rule: a destination's gradient is shared evenly by the messages equal to its
+    result (ties split it). The tie test reads every message, so this backward forms the E x F messages
+    once (the forward never does)."""
+    src, dst = src_index.long(), dst_index.long()
+    rows = x.index_select(0, src)
+    weight = None if edge_weight is None else edge_weight.reshape([-1] + [1] * (x.dim() - 1))
+    messages = rows if weight is None else rows * weight
+    hit = (messages == out.index_select(0, dst)).to(grad.dtype)
+    ties = torch.zeros_like(grad).index_add_(0, dst, hit).clamp_(min=1)
+    share = hit.mul_((grad / ties).index_select(0, dst))  # d out / d message, per message
+    grad_x = grad_weight = None
+    if ctx.needs_input_grad[0]:
+        grad_x = torch.zeros_like(x).index_add_(0, src, share if weight is None else share * weight)
+    if ctx.needs_input_grad[4]:
+        grad_weight = share.mul_(rows).reshape(share.shape[0], -1).sum(1)
+    return grad_x, None, None, None, grad_weight, None
 
 
 def gather_scatter(x: torch.Tensor, src_index: torch.Tensor, dst_index: torch.Tensor, reduce: str = "sum", *,
                    edge_weight: torch.Tensor | None = None, dim_size: int | None = None) -> torch.Tensor:
-    """Differentiable scatterx.gather_scatter: gradients for x and edge_weight, reduce 'sum' or 'mean'."""
-    if reduce not in ("sum", "mean"):
-        raise TypeError(f"gather_scatter: gradients are implemented for reduce 'sum' and 'mean', got {reduce!r}; "
-                        "call .detach() on the inputs for a forward-only amax / amin")
+    """Differentiable scatterx.gather_scatter: gradients for x and edge_weight, every reduce (amax / amin share a
+    destination's gradient evenly among the messages that tie for its result, as torch.scatter_reduce)."""
     weight = None if edge_weight is None else _tensor(edge_weight, x)
     dst = dst_index if isinstance(dst_index, IndexPlan) else _tensor(dst_index, x)
     return _GatherScatter.apply(x, _tensor(src_index, x), dst, reduce, weight, dim_size)

@@ -1,6 +1,6 @@
-// The fused gather-scatter (ops/gather_scatter/gather_scatter.h) on DLPack
-// arrays; scatterx.gather_scatter (scatterx/_ops.py) wraps it. Registered by
-// module.cpp.
+// The fused gather-scatter (ops/gather_scatter/gather_scatter.h) and the
+// per-edge dot (gather_dot.h) on DLPack arrays; scatterx.gather_scatter and
+// scatterx.gather_dot (scatterx/_ops.py) wrap them. Registered by module.cpp.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -89,5 +89,19 @@ void register_gather_scatter_ops(nb::module_& m) {
       nb::arg("x"), nb::arg("src_index"), nb::arg("dst_index"), nb::arg("reduce"), nb::arg("edge_weight").none(),
       nb::arg("dim_size"), nb::arg("framework"),
       "out[n] = reduce of x[src_index[e]] * edge_weight[e] over the edges e with dst_index[e] == n.");
+  m.def(
+      "gather_dot",
+      [](const InArray& a, const InArray& a_index, const InArray& b, const InArray& b_index,
+         Framework fw) -> nb::object {
+        constexpr const char* op = "gather_dot";
+        const scatterx::TensorView av = scatterx::python::view_of(a, op, "a");
+        const scatterx::TensorView ai = scatterx::python::view_of(a_index, op, "a_index");
+        const scatterx::TensorView bv = scatterx::python::view_of(b, op, "b");
+        const scatterx::TensorView bi = scatterx::python::view_of(b_index, op, "b_index");
+        return scatterx::python::to_python(
+            scatterx::python::without_gil([&] { return scatterx::gather_dot(av, ai, bv, bi); }), fw);
+      },
+      nb::arg("a"), nb::arg("a_index"), nb::arg("b"), nb::arg("b_index"), nb::arg("framework"),
+      "out[e] = dot(a[a_index[e]], b[b_index[e]]) over the features (rows along dim 0).");
   register_index_plan(m);
 }

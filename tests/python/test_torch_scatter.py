@@ -400,3 +400,32 @@ def test_scatter_mean_without_grad_is_sum_over_clamped_count(dtype):
     want = total / count if dtype.is_floating_point else torch.div(total, count, rounding_mode="floor")
     assert torch.equal(got, want)
     assert torch.equal(got[120:], torch.zeros(10, 6, dtype=dtype))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "add", "mean", "max", "min"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
+def test_rows_fast_path_is_bit_identical(reduce, dtype, index_dtype):
+    """A 1-d index over the rows (dim 0) without gradient takes the grouped, write-once path; the same index
+    broadcast to src's shape by hand takes the general one: the results agree bit for bit, and with torch."""
+    g = torch.Generator().manual_seed(11)
+    src = torch.randn(3000, 17, generator=g, dtype=dtype)
+    index = torch.randint(0, 400, (3000,), generator=g).to(index_dtype)
+    fast = ts.scatter(src, index, 0, dim_size=405, reduce=reduce)
+    general = ts.scatter(src, index[:, None].expand(-1, 17), 0, dim_size=405, reduce=reduce)
+    assert torch.equal(fast, general)
+    core = {"sum": "sum", "add": "sum", "mean": "mean", "max": "amax", "min": "amin"}[reduce]
+    want = torch.zeros(405, 17, dtype=dtype).scatter_reduce_(0, index.long()[:, None].expand(-1, 17), src, core,
+                                                            include_self=False)
+    torch.testing.assert_close(fast, want)
+    # 1-d src along dim -1 (= 0) and a strided src take the same path.
+    torch.testing.assert_close(ts.scatter(src[:, 3], index, -1, reduce=reduce),
+                               ts.scatter(src[:, 3].clone(), index.long(), 0, reduce=reduce), rtol=0, atol=0)
+
+
+def test_rows_fast_path_reports_bad_indices_as_scatter():
+    src = torch.ones(4, 2)
+    with pytest.raises(IndexError, match="scatter"):
+        ts.scatter(src, torch.tensor([0, 1, 5, 1]), 0, dim_size=3)
+    with pytest.raises(IndexError, match="scatter_add_: index -1 is out of bounds"):
+        ts.scatter_sum(src, torch.tensor([0, -1, 2, 1]), 0)

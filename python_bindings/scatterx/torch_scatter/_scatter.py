@@ -21,6 +21,10 @@ def scatter_sum(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opti
     src, index = tensor(src), tensor(index)
     index = broadcast(index, src, dim)
     if out is None:
+        if not wants_grad(src):
+            rows = _by_rows(src, index, dim, dim_size, "sum")
+            if rows is not None:
+                return rows
         zeros = src.new_zeros(output_size(src, index, dim, dim_size))
         # Into the fresh zeros directly unless autograd must record it (the out-of-place form copies them).
         return _ops.scatter_add(zeros, dim, index, src) if wants_grad(src) else _ops.scatter_add_(zeros, dim, index, src)
@@ -86,10 +90,31 @@ def _scatter_arg(op: str, src, index, dim, out, dim_size, is_max: bool) -> Tuple
     return merge_arg_out(out, values, args, src.size(dim), is_max)
 
 
+def _by_rows(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optional[int],
+             reduce: str) -> Optional[torch.Tensor]:
+    """The GNN aggregation's fast path, for a 1-d index of one position per row of a CPU float32/float64 src
+    (dim 0), without out or gradient: the rows grouped by destination once (an IndexPlan) and each destination
+    row folded and written once (no zero fill, no read-modify-write of out). Bit-identical to the general
+    path. None where it does not apply; then the general path runs (and reports bad arguments in scatter's
+    words)."""
+    if (index.dim() != 1 or src.dim() == 0 or dim not in (0, -src.dim()) or index.numel() != src.size(0)
+            or src.device.type != "cpu" or index.device.type != "cpu"
+            or src.dtype not in (torch.float32, torch.float64) or index.dtype not in (torch.int32, torch.int64)):
+        return None
+    try:
+        plan = _C.IndexPlan(raw(index, "scatter", "index"), -1 if dim_size is None else int(dim_size))
+    except (IndexError, ValueError):
+        return None
+    return _C.scatter_by_plan(raw(src, "scatter", "src"), plan, reduce, _TORCH)
+
+
 def _reduce_into_zeros(src, index, dim: int, dim_size: Optional[int], reduce: str) -> torch.Tensor:
     """One scatter_reduce_ of src into a new zero tensor, include_self=False: a position no value reaches keeps
     0, torch_scatter's rule. Records no gradient."""
     src, index = tensor(src), tensor(index)
+    rows = _by_rows(src.detach(), index, dim, dim_size, reduce)
+    if rows is not None:
+        return rows
     index = broadcast(index, src, dim)
     zeros = src.new_zeros(output_size(src, index, dim, dim_size))
     return _ops.scatter_reduce_(zeros, dim, index, src.detach(), reduce, include_self=False)

@@ -12,7 +12,8 @@ from typing import Optional, Tuple
 import torch
 
 from .. import _C
-from ._common import _TORCH, arg_reduce, check_out, linear, merge_arg_out, raw, refuse_grad, tensor
+from ._common import (_TORCH, arg_reduce, check_out, linear, merge_arg_out, raw, refuse_grad, tensor,
+                      wants_grad)
 
 _REDUCES = ("sum", "add", "mean", "min", "max")
 _CORE_REDUCE = {"sum": "sum", "add": "sum", "mean": "mean", "min": "amin", "max": "amax"}
@@ -102,7 +103,10 @@ def segment_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Ten
                 reduce: str = "sum") -> torch.Tensor:
     """Reduces src over the segments [indptr[n], indptr[n + 1]) along dim indptr.dim() - 1 (empty: 0)."""
     if reduce in ("min", "max"):
-        return _csr("segment_csr", src, indptr, out, reduce, True)[0]
+        # The arg routes a gradient (no out) or merges with out's values: without either, the values alone.
+        with_arg = out is not None or wants_grad(src)
+        result = _csr("segment_csr", src, indptr, out, reduce, with_arg)
+        return result[0] if with_arg else result
     return _csr("segment_csr", src, indptr, out, reduce, False)
 
 
@@ -167,7 +171,9 @@ def segment_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tens
                 dim_size: Optional[int] = None, reduce: str = "sum") -> torch.Tensor:
     """Reduces src over runs of equal values of the sorted index along dim index.dim() - 1."""
     if reduce in ("min", "max"):
-        return _coo("segment_coo", src, index, out, dim_size, reduce, True)[0]
+        with_arg = out is not None or wants_grad(src)  # as segment_csr
+        result = _coo("segment_coo", src, index, out, dim_size, reduce, with_arg)
+        return result[0] if with_arg else result
     return _coo("segment_coo", src, index, out, dim_size, reduce, False)
 
 
