@@ -8,6 +8,7 @@
 #include "ops/gather/gather.h"
 #include "ops/gather_scatter/gather_scatter.h"
 #include "ops/gather_scatter/index_plan.h"
+#include "ops/gather_scatter/scatter_softmax.h"
 #include "ops/reduce.h"
 #include "ops/scalar.h"
 #include "ops/scatter/scatter.h"
