@@ -9,6 +9,7 @@
 #include "ops/gather_scatter/gather_dot.h"
 #include "ops/gather_scatter/gather_scatter.h"
 #include "ops/gather_scatter/index_plan.h"
+#include "ops/gather_scatter/scatter_softmax.h"
 #include "ops/reduce.h"
 #include "ops/scalar.h"
 #include "ops/scatter/scatter.h"

@@ -30,6 +30,7 @@ Floors (--strict exits 1 on a miss or a failed check): segment_csr and
 scatter with dim_size >= 1.5x torch; scatter_softmax >= 2x.
 
 Usage: python bench/bench_torch_scatter.py [--threads 2] [--reps 11] [--size full|small] [--markdown-out FILE]
+       [--ops segment_csr scatter scatter_softmax]   (only those rows; all by default)
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def main() -> int:
     ap.add_argument("--size", choices=sorted(SIZES), default="full")
     ap.add_argument("--markdown-out", metavar="FILE")
     ap.add_argument("--strict", action="store_true")
+    ap.add_argument("--ops", nargs="+", choices=sorted(FLOORS), default=sorted(FLOORS),
+                    help="which ops to time (default: all)")
     args = ap.parse_args()
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     import torch
@@ -116,14 +119,14 @@ def main() -> int:
         indptr = torch.zeros(n + 1, dtype=torch.int64)
         torch.cumsum(counts, 0, out=indptr[1:])
         nonempty = counts > 0
-        for red in ("sum", "mean", "max"):
+        for red in ("sum", "mean", "max") if "segment_csr" in args.ops else ():
             sx_fn = lambda r=red: ts.segment_csr(src_sorted, indptr, reduce=r)  # noqa: E731
             torch_fn = lambda r=red: torch.segment_reduce(src_sorted, r, offsets=indptr, axis=0)  # noqa: E731
             chk = check(f"segment_csr {red} {shape}", sx_fn(), torch_fn(), red == "max", nonempty)
             bench(f"segment_csr ({red})", shape, sx_fn, torch_fn, chk, FLOORS["segment_csr"])
 
         # scatter into a new [N, F] by dim_size, against PyG's torch-only path
-        for red, torch_red in (("sum", "sum"), ("mean", "mean"), ("max", "amax")):
+        for red, torch_red in (("sum", "sum"), ("mean", "mean"), ("max", "amax")) if "scatter" in args.ops else ():
             sx_fn = lambda r=red: ts.scatter(messages, idx, dim=0, dim_size=n, reduce=r)  # noqa: E731
             torch_fn = lambda r=torch_red: torch.zeros(n, f).scatter_reduce_(  # noqa: E731
                 0, idx2d, messages, r, include_self=False)
@@ -136,6 +139,8 @@ def main() -> int:
             out_sum = torch.zeros(n, f).scatter_reduce_(0, idx2d, out, "sum", include_self=False) + 1e-16
             return out / out_sum.index_select(0, idx)
 
+        if "scatter_softmax" not in args.ops:
+            continue
         sx_fn = lambda: ts.scatter_softmax(messages, idx, dim=0, dim_size=n)  # noqa: E731
         chk = check(f"scatter_softmax {shape}", sx_fn(), torch_softmax(), False)
         bench("scatter_softmax", shape, sx_fn, torch_softmax, chk, FLOORS["scatter_softmax"])

@@ -63,6 +63,16 @@ void register_index_plan(nb::module_& m) {
       },
       nb::arg("src"), nb::arg("plan"), nb::arg("reduce"), nb::arg("framework"),
       "out[n] = reduce of the rows src[p] with index[p] == n, the index grouped by the plan.");
+  m.def(
+      "scatter_softmax",
+      [](const InArray& src, const scatterx::IndexPlan& plan, bool log, double eps, Framework fw) -> nb::object {
+        const char* op = log ? "scatter_log_softmax" : "scatter_softmax";
+        const scatterx::TensorView sv = scatterx::python::view_of(src, op, "src");
+        return scatterx::python::to_python(
+            scatterx::python::without_gil([&] { return scatterx::scatter_softmax(sv, plan, log, eps); }), fw);
+      },
+      nb::arg("src"), nb::arg("plan"), nb::arg("log"), nb::arg("eps"), nb::arg("framework"),
+      "The (log-)softmax over the rows src[p] that share a destination of the plan; a new tensor of src's shape.");
 }
 
 }  // namespace

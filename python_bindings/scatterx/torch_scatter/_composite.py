@@ -1,7 +1,8 @@
 """scatter_softmax, scatter_log_softmax, scatter_logsumexp and scatter_std as torch_scatter 2.1.2 composes
 them. The per-position maximum only shifts values for stability (the result does not depend on it), so it
 is taken without a gradient; the sums go through the differentiable scatter_sum, so all four have
-gradients in src."""
+gradients in src. scatter_softmax and scatter_log_softmax of a 1-d index over the rows of a CPU src run one
+fused kernel (scatterx's scatter_softmax) instead, with the same gradients."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from typing import Optional
 
 import torch
 
-from ._common import broadcast, tensor, wants_grad
-from ._scatter import extremum_values, scatter_max, scatter_sum
+from .. import _C
+from .._plan import IndexPlan
+from ._common import _TORCH, broadcast, raw, tensor, wants_grad
+from ._scatter import extremum_values, scatter, scatter_max, scatter_sum
 
 
 def _floating(op: str, src: torch.Tensor) -> None:
@@ -42,11 +45,78 @@ def _shifted(src: torch.Tensor, at: _Positions, dim_size: Optional[int]) -> torc
     return src - at.take(top)
 
 
+_FUSED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+class _FusedSoftmax(torch.autograd.Function):
+    """The fused kernel's (log-)softmax of the rows of src grouped by an IndexPlan; the backward is the
+    composite's math, with S a sum over each destination's rows read back per row:
+    softmax: grad = y * (g - S(g * y)); log-softmax: grad = g - exp(y) * S(g)."""
+
+    @staticmethod
+    def forward(ctx, src, plan, log, eps):
+        op = "scatter_log_softmax" if log else "scatter_softmax"
+        out = _C.scatter_softmax(raw(src, op, "src"), plan._plan, log, float(eps), _TORCH)
+        ctx.save_for_backward(out)
+        ctx.plan, ctx.log = plan, log
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        plan = ctx.plan
+        index = tensor(plan.index).long()
+
+        def per_row(values):  # S(values)[index]: each row gets its destination's sum
+            return scatter(values, plan, 0, reduce="sum").index_select(0, index)
+
+        if ctx.log:
+            return grad - out.exp() * per_row(grad), None, None, None
+        return out * (grad - per_row(grad * out)), None, None, None
+
+
+def _fused_plan(op: str, src: torch.Tensor, index, dim: int, dim_size: Optional[int]) -> Optional[IndexPlan]:
+    """The IndexPlan the fused kernel takes, or None where the composite must run: the rows of src along dim 0
+    grouped by a 1-d index (or a plan), src of a floating dtype on the CPU."""
+    if isinstance(index, IndexPlan):
+        if dim not in (0, -src.dim()):
+            raise ValueError(f"{op}: an IndexPlan groups the rows along dim 0, got dim={dim} for src of "
+                             f"{src.dim()} dims")
+        index.check_dim_size(op, dim_size)
+        return index if src.dtype in _FUSED_DTYPES and src.device.type == "cpu" else None
+    if (src.dim() == 0 or dim not in (0, -src.dim()) or src.dtype not in _FUSED_DTYPES or src.device.type != "cpu"
+            or index.dim() != 1 or index.device.type != "cpu"
+            or index.dtype not in (torch.int32, torch.int64) or index.size(0) != src.size(0)):
+        return None
+    return IndexPlan(index, dim_size)
+
+
+def _fused(src: torch.Tensor, plan: IndexPlan, log: bool, eps: float) -> torch.Tensor:
+    if wants_grad(src):
+        return _FusedSoftmax.apply(src, plan, log, eps)
+    op = "scatter_log_softmax" if log else "scatter_softmax"
+    return _C.scatter_softmax(raw(src, op, "src"), plan._plan, log, float(eps), _TORCH)
+
+
+def _unplanned(index, dim_size: Optional[int]):
+    """A plan that the fused kernel cannot take goes to the composite as its index and dim_size."""
+    if isinstance(index, IndexPlan):
+        return tensor(index.index), index.dim_size
+    return tensor(index), dim_size
+
+
 def scatter_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1,
                     dim_size: Optional[int] = None) -> torch.Tensor:
-    """Softmax over the values that share a position: exp(src - max) / sum(exp(src - max))."""
-    src, index = tensor(src), tensor(index)
+    """Softmax over the values that share a position: exp(src - max) / sum(exp(src - max)). index may be a
+    scatterx.IndexPlan (rows along dim 0). A 1-d index (or a plan) over the rows of a CPU src takes one fused
+    kernel; anything else the composite."""
+    src = tensor(src)
+    index = index if isinstance(index, IndexPlan) else tensor(index)
     _floating("scatter_softmax", src)
+    plan = _fused_plan("scatter_softmax", src, index, dim, dim_size)
+    if plan is not None:
+        return _fused(src, plan, False, 0.0)
+    index, dim_size = _unplanned(index, dim_size)
     at = _Positions(index, src, dim)
     if not wants_grad(src):  # nothing to record: one [E, F] temporary, updated in place
         exp = _shifted(src, at, dim_size).exp_()
@@ -57,9 +127,15 @@ def scatter_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1,
 
 def scatter_log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1, eps: float = 1e-12,
                         dim_size: Optional[int] = None) -> torch.Tensor:
-    """Log-softmax over the values that share a position: (src - max) - log(sum(exp(src - max)) + eps)."""
-    src, index = tensor(src), tensor(index)
+    """Log-softmax over the values that share a position: (src - max) - log(sum(exp(src - max)) + eps).
+    index may be a scatterx.IndexPlan; the fused kernel as for scatter_softmax."""
+    src = tensor(src)
+    index = index if isinstance(index, IndexPlan) else tensor(index)
     _floating("scatter_log_softmax", src)
+    plan = _fused_plan("scatter_log_softmax", src, index, dim, dim_size)
+    if plan is not None:
+        return _fused(src, plan, True, eps)
+    index, dim_size = _unplanned(index, dim_size)
     at = _Positions(index, src, dim)
     shifted = _shifted(src, at, dim_size)
     total = scatter_sum(shifted.exp(), at.index, at.dim, dim_size=dim_size)

@@ -1,0 +1,54 @@
+// Fused scatter softmax: the softmax (or log-softmax) over the rows that
+// share a destination, torch_scatter's scatter_softmax / scatter_log_softmax
+// of a 1-d index along dim 0, in one kernel instead of an amax scatter, a
+// subtraction, exp over E x F, a sum scatter and a division.
+//
+// For every destination group of the plan and every feature k, over the
+// group's rows p: m = max(src[p, k]) (NaN wins, as torch's amax), s = sum of
+// exp(src[p, k] - m) in index order; then
+//   softmax:     out[p, k] = exp(src[p, k] - m) / s
+//   log-softmax: out[p, k] = (src[p, k] - m) - log(s + eps)
+// exactly the composite's arithmetic, so its special values carry over: a
+// group whose values are all -inf gives NaN (-inf - -inf), a +inf gives NaN
+// for itself and for the group's other values (their sum is NaN).
+//
+// Contract:
+//  - src is [positions, F...] (rows along dim 0, any strides) of a floating
+//    dtype; plan.positions() == src.size(0). float16 / bfloat16 compute in
+//    float and round once at the end.
+//  - out is a new contiguous tensor of src's shape (never aliases src);
+//    every element is written once. An empty src gives an empty out.
+//  - Deterministic: each group is computed by one thread in index order, so
+//    results do not depend on the thread count. exp is scatterx's own in
+//    float (within 2 ulp of the correctly rounded value) and std::exp in
+//    double; log is std::log.
+//  - Extra memory: a contiguous copy of src when src is not contiguous, and
+//    a fixed scratch per thread; never another E x F.
+//  - Invalid arguments raise before anything is computed: ArgumentError for
+//    shapes, DTypeError for a non-floating src.
+//  - CPU only so far: a CUDA src raises ArgumentError ("not yet on CUDA").
+#pragma once
+
+#include <cstdint>
+
+#include "ops/gather_scatter/index_plan.h"
+#include "ops/tensor.h"
+
+namespace scatterx {
+
+Tensor scatter_softmax(const TensorView& src, const IndexPlan& plan, bool log, double eps = 0);
+
+namespace detail {
+
+// Internal: the CPU kernel behind scatter_softmax, for a checked contiguous
+// src viewed as [positions, features] and out of the same shape.
+void scatter_softmax_cpu(const TensorView& src, const TargetGroups& groups, const TensorView& out, bool log,
+                         double eps);
+
+// exp(x) for x <= 0 (or NaN), vectorizable: within 2 ulp of the correctly
+// rounded value, subnormal results included; exposed for the tests.
+float exp_nonpositive(float x);
+
+}  // namespace detail
+
+}  // namespace scatterx

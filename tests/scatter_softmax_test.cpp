@@ -1,0 +1,292 @@
+// scatter_softmax / scatter_log_softmax against a serial reference: a plain
+// loop over the destinations, the maximum and the differences x - max taken
+// in the accumulation type as the kernel does, exp / log / sums / division
+// in double, so the kernel's results must agree within a few ulp of the
+// dtype (the kernel's float exp is within 2 ulp). Every floating dtype,
+// empty groups, sparse groups, E = 0, F = 1, odd F > 64, groups beyond the
+// kernel's exp cache, strided src, special values, thread counts; then the
+// float exp itself and the error paths.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "ops/reduce_ops.h"
+#include "scatterx.h"
+#include "tests/test_util.h"
+
+namespace sxt {
+namespace {
+
+using scatterx::IndexPlan;
+
+const std::vector<DType>& float_dtypes() {
+  static const std::vector<DType> kDTypes = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
+  return kDTypes;
+}
+
+int64_t index_at(const TensorView& v, int64_t p) {
+  const int64_t c[1] = {p};
+  return v.dtype() == DType::Int32 ? int64_t{load<int32_t>(v, c)} : load<int64_t>(v, c);
+}
+
+// The reference, as double values of src's shape (contiguous).
+template <typename T>
+std::vector<double> reference_typed(const TensorView& src, const TensorView& index, int64_t dim_size, bool log,
+                                    double eps) {
+  using A = scatterx::acc_t<T>;
+  const Tensor xc = Tensor::clone(src);
+  const int64_t rows = src.size(0);
+  const int64_t F = rows == 0 ? 0 : xc.numel() / rows;
+  const T* x = static_cast<const T*>(xc.data());
+  std::vector<std::vector<int64_t>> members(static_cast<size_t>(dim_size));
+  for (int64_t p = 0; p < rows; ++p) members[index_at(index, p)].push_back(p);
+  std::vector<double> out(static_cast<size_t>(rows * F));
+  for (const auto& group : members) {
+    for (int64_t k = 0; k < F; ++k) {
+      A m = scatterx::arith::lowest<A>();
+      for (int64_t p : group) m = scatterx::arith::max(m, static_cast<A>(x[p * F + k]));
+      double s = 0;
+      for (int64_t p : group) s += std::exp(static_cast<double>(static_cast<A>(x[p * F + k]) - m));
+      for (int64_t p : group) {
+        const double d = static_cast<double>(static_cast<A>(x[p * F + k]) - m);
+        out[p * F + k] = log ? d - std::log(s + eps) : std::exp(d) / s;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> reference(const TensorView& src, const TensorView& index, int64_t dim_size, bool log, double eps) {
+  std::vector<double> out;
+  visit_dtype(src.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      out = reference_typed<T>(src, index, dim_size, log, eps);
+    }
+  });
+  return out;
+}
+
+double relative_tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::Float64:
+      return 1e-12;
+    case DType::Float32:
+      return 1e-5;
+    case DType::Float16:
+      return 4e-3;
+    default:
+      return 3e-2;  // bfloat16
+  }
+}
+
+// got (contiguous, src's dtype) against the reference rounded to that dtype:
+// NaN where it is NaN, the same infinity, else within rtol of the value or
+// rtol * floor (log-softmax: (x - max) - log(sum) cancels, so the error is
+// relative to log(sum), not to the result).
+void expect_close(const Tensor& got, const std::vector<double>& want, double rtol, double floor = 1e-3) {
+  ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size()));
+  int failures = 0;
+  visit_dtype(got.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      const T* g = static_cast<const T*>(got.data());
+      for (size_t i = 0; i < want.size() && failures < 5; ++i) {
+        const double v = static_cast<double>(static_cast<float>(g[i]));
+        const double gv = std::is_same_v<T, double> ? static_cast<double>(g[i]) : v;
+        const double w = std::is_same_v<T, double>
+                             ? want[i]
+                             : static_cast<double>(static_cast<float>(static_cast<T>(static_cast<float>(want[i]))));
+        bool ok;
+        if (std::isnan(w)) {
+          ok = std::isnan(gv);
+        } else if (std::isinf(w)) {
+          ok = gv == w;
+        } else {
+          ok = std::fabs(gv - w) <= rtol * std::fabs(w) || std::fabs(gv - w) <= rtol * floor;
+        }
+        if (!ok) {
+          ++failures;
+          ADD_FAILURE() << "element " << i << ": got " << gv << ", want " << w;
+        }
+      }
+    }
+  });
+}
+
+TEST(ScatterSoftmax, MatchesReference) {
+  const uint64_t seed = case_seed("ScatterSoftmax.MatchesReference", 0);
+  Rng rng(seed);
+  ValueOptions values;
+  values.special_rate = 0;
+  const std::vector<Shape> feature_shapes = {{}, {1}, {3}, {64}, {65}, {131}, {3, 5}};
+  for (DType dtype : float_dtypes()) {
+    for (const Shape& features : feature_shapes) {
+      for (DType index_dtype : {DType::Int32, DType::Int64}) {
+        for (int log = 0; log < 2; ++log) {
+          const int64_t rows = rng.uniform(0, 300);
+          const int64_t dim_size = rng.chance(0.5) ? rng.uniform(1, 40) : rng.uniform(200, 3000);  // sparse groups
+          Shape shape{rows};
+          for (int64_t d = 0; d < features.size(); ++d) shape.push_back(features[d]);
+          SCOPED_TRACE("seed " + std::to_string(seed) + " " + dtype_label(dtype) + " " + shape.str() + " dim_size " +
+                       std::to_string(dim_size) + (log ? " log" : ""));
+          Tensor src = Tensor::empty(shape, dtype);
+          fill_random(src, rng, values);
+          Tensor index = Tensor::empty({rows}, index_dtype);
+          fill_index(index, rng, 0, dim_size - 1);
+          const IndexPlan plan(index, dim_size);
+          const double eps = log && rng.chance(0.5) ? 1e-12 : 0.0;
+          const Tensor got = scatterx::scatter_softmax(src, plan, log != 0, eps);
+          EXPECT_EQ(got.sizes(), src.sizes());
+          expect_close(got, reference(src, index, dim_size, log != 0, eps), relative_tolerance(dtype), log ? 8 : 1e-3);
+        }
+      }
+    }
+  }
+}
+
+TEST(ScatterSoftmax, StridedSrcAndLargeGroups) {
+  Rng rng(case_seed("ScatterSoftmax.StridedSrcAndLargeGroups", 0));
+  ValueOptions values;
+  values.special_rate = 0;
+  for (DType dtype : {DType::Float32, DType::Float64, DType::BFloat16}) {
+    for (int log = 0; log < 2; ++log) {
+      // 1500 rows in 3 groups (one of ~1400: beyond the kernel's exp cache), read through a step-2 view.
+      Tensor storage = Tensor::empty({1500, 2 * 70}, dtype);
+      fill_random(storage, rng, values);
+      const TensorView src = storage.slice(1, 0, 140, 2);
+      ASSERT_FALSE(src.is_contiguous());
+      Tensor index = Tensor::empty({1500}, DType::Int64);
+      for (int64_t p = 0; p < 1500; ++p) static_cast<int64_t*>(index.data())[p] = p % 20 == 0 ? p % 3 : 1;
+      const IndexPlan plan(index, 4);
+      const Tensor got = scatterx::scatter_softmax(src, plan, log != 0, 0);
+      EXPECT_TRUE(got.is_contiguous());
+      expect_close(got, reference(src, index, 4, log != 0, 0), relative_tolerance(dtype), log ? 8 : 1e-3);
+    }
+  }
+}
+
+TEST(ScatterSoftmax, SpecialValues) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // Groups: {-inf, -inf} -> NaN (-inf - -inf); {+inf, 1} -> NaN (inf - inf, and the sum is NaN);
+  // {NaN, 1} -> NaN (the maximum is NaN); {-inf, 0} -> softmax 0, 1; log-softmax -inf, 0.
+  const Tensor src = make_tensor<double>({8}, {-inf, -inf, inf, 1, nan, 1, -inf, 0});
+  const Tensor index = make_tensor<int64_t>({8}, {0, 0, 1, 1, 2, 2, 3, 3});
+  const IndexPlan plan(index, 5);
+  const std::vector<double> soft = {nan, nan, nan, nan, nan, nan, 0, 1};
+  const std::vector<double> logsoft = {nan, nan, nan, nan, nan, nan, -inf, 0};
+  expect_close(scatterx::scatter_softmax(src, plan, false), soft, 0);
+  expect_close(scatterx::scatter_softmax(src, plan, true), logsoft, 0);
+  const Tensor src32 = make_tensor<float>({8}, {-INFINITY, -INFINITY, INFINITY, 1, NAN, 1, -INFINITY, 0});
+  expect_close(scatterx::scatter_softmax(src32, plan, false), soft, 0);
+  expect_close(scatterx::scatter_softmax(src32, plan, true), logsoft, 0);
+  // Random specials (NaN, +-inf, +-0, +-max) in every dtype, against the reference.
+  Rng rng(case_seed("ScatterSoftmax.SpecialValues", 0));
+  ValueOptions values;
+  values.special_rate = 0.05;
+  for (DType dtype : float_dtypes()) {
+    for (int log = 0; log < 2; ++log) {
+      Tensor x = Tensor::empty({400, 67}, dtype);
+      fill_random(x, rng, values);
+      Tensor idx = Tensor::empty({400}, DType::Int32);
+      fill_index(idx, rng, 0, 99);
+      const IndexPlan p(idx, 100);
+      expect_close(scatterx::scatter_softmax(x, p, log != 0, 1e-12), reference(x, idx, 100, log != 0, 1e-12),
+                   relative_tolerance(dtype), log ? 8 : 1e-3);
+    }
+  }
+}
+
+TEST(ScatterSoftmax, EmptyInputs) {
+  const Tensor none = Tensor::empty({0}, DType::Int64);
+  const IndexPlan plan(none, 3);
+  const Tensor out = scatterx::scatter_softmax(Tensor::empty({0, 4}, DType::Float32), plan, false);
+  EXPECT_EQ(out.sizes(), (Shape{0, 4}));
+  const Tensor index = make_tensor<int64_t>({2}, {1, 1});
+  const Tensor no_features =
+      scatterx::scatter_softmax(Tensor::empty({2, 0}, DType::Float64), IndexPlan(index, 2), true);
+  EXPECT_EQ(no_features.sizes(), (Shape{2, 0}));
+}
+
+TEST(ScatterSoftmax, IndependentOfThreadCount) {
+  Rng rng(case_seed("ScatterSoftmax.IndependentOfThreadCount", 0));
+  Tensor x = Tensor::empty({20000, 70}, DType::Float32);
+  fill_random(x, rng);
+  Tensor index = Tensor::empty({20000}, DType::Int64);
+  fill_index(index, rng, 0, 999);
+  const IndexPlan plan(index, 1000);
+  const int threads = omp_get_max_threads();
+  for (int log = 0; log < 2; ++log) {
+    omp_set_num_threads(1);
+    const Tensor one = scatterx::scatter_softmax(x, plan, log != 0, 1e-12);
+    omp_set_num_threads(std::max(threads, 3));
+    const Tensor many = scatterx::scatter_softmax(x, plan, log != 0, 1e-12);
+    omp_set_num_threads(threads);
+    EXPECT_TRUE(same_values(one, many));
+  }
+}
+
+int64_t ulp_distance(float a, float b) {
+  int32_t ia;
+  int32_t ib;
+  std::memcpy(&ia, &a, sizeof ia);
+  std::memcpy(&ib, &b, sizeof ib);
+  return std::abs(int64_t{ia} - int64_t{ib});  // both <= 0 here: same sign
+}
+
+TEST(ScatterSoftmax, FloatExpWithinTwoUlp) {
+  int64_t worst = 0;
+  float worst_at = 0;
+  auto check = [&](float x) {
+    const float want = static_cast<float>(std::exp(static_cast<double>(x)));
+    const int64_t d = ulp_distance(scatterx::detail::exp_nonpositive(x), want);
+    if (d > worst) {
+      worst = d;
+      worst_at = x;
+    }
+  };
+  for (int64_t i = 0; i <= 2000000; ++i) check(static_cast<float>(-110.0 * static_cast<double>(i) / 2000000));
+  for (int64_t i = 0; i <= 1000000; ++i) check(static_cast<float>(-1.0 * static_cast<double>(i) / 1000000));
+  for (uint32_t bits = 0x80000000u; bits < 0xFF800000u; bits += 997) {
+    float x;
+    std::memcpy(&x, &bits, sizeof x);
+    check(x);
+  }
+  EXPECT_LE(worst, 2) << "at x = " << worst_at;
+  EXPECT_EQ(scatterx::detail::exp_nonpositive(0.0f), 1.0f);
+  EXPECT_EQ(scatterx::detail::exp_nonpositive(-0.0f), 1.0f);
+  EXPECT_EQ(scatterx::detail::exp_nonpositive(-INFINITY), 0.0f);
+  EXPECT_EQ(scatterx::detail::exp_nonpositive(-200.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(scatterx::detail::exp_nonpositive(NAN)));
+  EXPECT_TRUE(std::isnan(scatterx::detail::exp_nonpositive(-NAN)));
+}
+
+TEST(ScatterSoftmaxErrors, Checked) {
+  const Tensor index = make_tensor<int64_t>({3}, {0, 2, 1});
+  const IndexPlan plan(index, 3);
+  expect_error<scatterx::ArgumentError>(
+      [&] {
+        scatterx::scatter_softmax(Tensor::zeros({4, 2}, DType::Float32), plan, false);
+      },
+      {"scatter_softmax: ", "src.size(0)", "positions (3)", "got 4"});
+  expect_error<scatterx::ArgumentError>(
+      [&] { scatterx::scatter_softmax(Tensor::zeros({}, DType::Float32), plan, true); },
+      {"scatter_log_softmax: ", "at least 1 dimension", "0-d"});
+  expect_error<scatterx::DTypeError>(
+      [&] {
+        scatterx::scatter_softmax(Tensor::zeros({3, 2}, DType::Int64), plan, false);
+      },
+      {"scatter_softmax: ", "src of a floating dtype", "int64"});
+  float dummy[6] = {};
+  const TensorView on_gpu(dummy, DType::Float32, Shape{3, 2}, scatterx::Device::cuda(0));
+  expect_error<scatterx::ArgumentError>([&] { scatterx::scatter_softmax(on_gpu, plan, false); },
+                                        {"scatter_softmax: ", "not yet on CUDA"});
+}
+
+}  // namespace
+}  // namespace sxt
