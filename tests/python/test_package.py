@@ -17,11 +17,14 @@ PACKAGE_DIR = pathlib.Path(scatterx.__file__).parent
 
 
 def test_public_api():
-    assert sorted(scatterx.__all__) == sorted(PUBLIC + ["__version__", "cuda", "gather_scatter", "IndexPlan"])
+    assert sorted(scatterx.__all__) == sorted(PUBLIC + ["__version__", "cuda", "gather_scatter", "gather_dot",
+                                                        "IndexPlan"])
     assert list(inspect.signature(scatterx.IndexPlan).parameters) == ["index", "dim_size"]
     fused = inspect.signature(scatterx.gather_scatter).parameters
     assert list(fused) == ["x", "src_index", "dst_index", "reduce", "edge_weight", "dim_size"]
     assert scatterx.gather_scatter.__doc__
+    assert list(inspect.signature(scatterx.gather_dot).parameters) == ["a", "a_index", "b", "b_index"]
+    assert scatterx.gather_dot.__doc__
     assert callable(scatterx.cuda.is_built) and callable(scatterx.cuda.set_deterministic)
     for name in PUBLIC:
         f = getattr(scatterx, name)
