@@ -5,12 +5,11 @@ experts' outputs and in the router's weights) and deterministic.
 Experts are owned contiguously: with E experts over a group of W ranks (E divisible by W), group rank r owns
 experts ``r*E/W .. (r+1)*E/W - 1`` (its local experts ``0 .. E/W - 1``).
 
-What moves: a token crosses to a rank once however many of its experts live there (with its k weights as
-k extra columns and its k local expert ids beside it, a few bytes); the receiving rank copies it into each of its chosen local
+What moves: a token crosses to a rank once however many of its experts live there (with its k weights and
+k local expert ids beside it, a few bytes); the receiving rank copies it into each of its chosen local
 experts' groups. On the way back the receiving rank sums the weighted outputs of its local experts for the
 token first, so again one row per token and rank crosses. Every step is a scatterx kernel (index_select,
-index_add_weighted, index_add) or a scatterx.distributed.nn all-to-all, so the gradients are the transposed
-steps.
+gather_scatter) or an all-to-all, so the gradients are the transposed steps.
 
 Capacity (``capacity_factor``): each expert keeps at most ``ceil(capacity_factor * T * k / E)`` (token,
 slot) pairs from each source rank, T being that rank's token count; the pairs are taken in token order
@@ -33,9 +32,10 @@ from typing import List, Optional, Tuple
 import numpy as np
 import torch
 
+from .. import _ops
 from .. import torch as sx_torch
 from . import nn as dnn
-from ._collectives import all_gather_into_tensor, all_to_all_v
+from ._collectives import all_gather_into_tensor, all_to_all_single, all_to_all_v
 from ._groups import GroupLike, MismatchError, get_rank, get_world_size
 
 __all__ = ["MoEHandle", "combine", "dispatch"]
@@ -176,14 +176,8 @@ def dispatch(x: torch.Tensor, topk_idx: torch.Tensor, topk_weights: torch.Tensor
     local_id = torch.where(on_dest, expert.index_select(0, sent_token) % local_experts, -1)   # [P, k]
     weights = topk_weights.to(x.dtype).index_select(0, sent_token) * on_dest.to(x.dtype)
 
-    # The weights ride as k extra columns of the token rows: one differentiable all-to-all, so the backward
-    # pass has one collective here too (two independent ones could run in different orders on different
-    # ranks, as autograd sees fit, and cross).
     k = expert.shape[1]
-    rows_out = torch.cat([sx_torch.index_select(x, 0, sent_token), weights], dim=1)
-    rows_in, recv_splits = dnn.all_to_all_v(rows_out, send_splits, group=group)
-    received, recv_weights = rows_in[:, :x.shape[1]], rows_in[:, x.shape[1]:]
-    recv_ids, _ = all_to_all_v(local_id, send_splits, group=group)
+    received, recv_weights, recv_ids, recv_splits = _exchange(group, sent_token, send_splits, x, weights, local_id)
 
     # Each received row into each of its local experts' groups: stable by expert, so (source rank, token)
     # order holds within a group.
@@ -194,19 +188,23 @@ def dispatch(x: torch.Tensor, topk_idx: torch.Tensor, topk_weights: torch.Tensor
     kept_per_expert = torch.bincount(ids, minlength=local_experts)
     padded = (kept_per_expert + pad_to_multiple - 1) // pad_to_multiple * pad_to_multiple
     n_received = received.shape[0]
-    # recv_x row j copies received row row_target[j]; padding rows copy the zero row appended at n_received.
+    # recv_x row j copies received row row_target[j]; a padding row copies the zero row appended at
+    # n_received (and its weight the zero appended after the weights).
     row_target = torch.full((int(padded.sum()),), n_received, dtype=torch.int64)
-    row_weight_index = torch.full_like(row_target, -1)
+    weight_index = torch.full_like(row_target, n_received * k)
     starts = torch.cumsum(padded, 0) - padded
     within = torch.arange(ids.numel()) - (torch.cumsum(kept_per_expert, 0) - kept_per_expert)[ids]
     place = starts[ids] + within
     row_target[place] = row
-    row_weight_index[place] = row * k + slot
-    flat_weights = torch.cat([recv_weights.reshape(-1), recv_weights.new_zeros(1)])
-    row_weight = sx_torch.index_select(flat_weights, 0, torch.where(row_weight_index >= 0, row_weight_index,
-                                                                    flat_weights.shape[0] - 1))
-    padded_source = torch.cat([received, received.new_zeros(1, received.shape[1])])
-    recv_x = sx_torch.index_select(padded_source, 0, row_target)
+    weight_index[place] = row * k + slot
+    if pad_to_multiple == 1:  # no padding rows: nothing to append
+        recv_x = sx_torch.index_select(received, 0, row_target)
+        row_weight = sx_torch.index_select(recv_weights.reshape(-1), 0, weight_index)
+    else:
+        recv_x = sx_torch.index_select(torch.cat([received, received.new_zeros(1, received.shape[1])]), 0,
+                                       row_target)
+        row_weight = sx_torch.index_select(torch.cat([recv_weights.reshape(-1), recv_weights.new_zeros(1)]), 0,
+                                           weight_index)
     handle = MoEHandle(group=group, tokens=tokens, hidden=x.shape[1], sent_token=sent_token,
                        send_splits=send_splits, recv_splits=recv_splits, row_target=row_target,
                        row_weight=row_weight, received=n_received, tokens_per_expert=padded,
@@ -223,11 +221,54 @@ def combine(expert_out: torch.Tensor, handle: MoEHandle) -> torch.Tensor:
     if not isinstance(expert_out, torch.Tensor) or tuple(expert_out.shape) != (rows, handle.hidden):
         raise ValueError(f"{op}: expected expert_out of recv_x's shape [{rows}, {handle.hidden}], got "
                          f"{list(getattr(expert_out, 'shape', []))}")
-    # On the expert's rank: each received token's weighted expert outputs summed into one row (padding rows
-    # land in an extra row that is dropped).
-    partial = sx_torch.index_add_weighted(expert_out.new_zeros(handle.received + 1, handle.hidden), 0,
-                                          handle.row_target, expert_out, handle.row_weight.to(expert_out.dtype))
+    # On the expert's rank: each received token's weighted expert outputs folded into one row (padding rows
+    # into an extra row that is dropped); back on the token's rank its rows from the ranks folded into y.
+    # Both folds are gather_scatter's: each output row written once, summed in float for 16-bit dtypes.
+    rows_here = torch.arange(rows)
+    partial = sx_torch.gather_scatter(expert_out, rows_here, handle.row_target, "sum",
+                                      edge_weight=handle.row_weight.to(expert_out.dtype),
+                                      dim_size=handle.received + 1)
     back = dnn.all_to_all_single(expert_out.new_empty(handle.sent_token.shape[0], handle.hidden),
                                  partial[:handle.received], handle.send_splits, handle.recv_splits,
                                  group=handle.group)
-    return sx_torch.index_add(expert_out.new_zeros(handle.tokens, handle.hidden), 0, handle.sent_token, back)
+    return sx_torch.gather_scatter(back, torch.arange(back.shape[0]), handle.sent_token, "sum",
+                                   dim_size=handle.tokens)
+
+
+class _Exchange(torch.autograd.Function):
+    """The tokens' rows, their router weights and their local expert ids to the experts' ranks: one autograd
+    node, so the backward pass runs its all-to-alls in one order on every rank (two nodes could be run in
+    different orders on different ranks, as autograd sees fit, and cross). Three messages, not one packed
+    row: packing the weights and ids beside the rows measured 15-35% slower on the MoE benchmark (rows no
+    longer a whole number of cache lines, and strided reads after)."""
+
+    @staticmethod
+    def forward(ctx, group, sent_token, send_splits, received_splits, x, weights, local_id):
+        rows, recv_splits = all_to_all_v(_ops.index_select(x.detach(), 0, sent_token), send_splits, group=group)
+        recv_weights, _ = all_to_all_v(weights, send_splits, group=group)
+        recv_ids, _ = all_to_all_v(local_id, send_splits, group=group)
+        received_splits.extend(recv_splits)
+        ctx.group, ctx.splits, ctx.x_shape = group, (list(send_splits), list(recv_splits)), x.shape
+        ctx.save_for_backward(sent_token)
+        ctx.mark_non_differentiable(recv_ids)
+        return rows, recv_weights, recv_ids
+
+    @staticmethod
+    def backward(ctx, grad_rows, grad_weights, _):
+        (sent_token,) = ctx.saved_tensors
+        send_splits, recv_splits = ctx.splits
+        # The transposed exchange, both messages in this order on every rank.
+        back_rows = grad_rows.new_empty(sent_token.shape[0], ctx.x_shape[1])
+        all_to_all_single(back_rows, grad_rows.contiguous(), send_splits, recv_splits, group=ctx.group)
+        back_weights = grad_weights.new_empty(sent_token.shape[0], grad_weights.shape[1])
+        all_to_all_single(back_weights, grad_weights.contiguous(), send_splits, recv_splits, group=ctx.group)
+        grad_x = _ops.gather_scatter(back_rows, torch.arange(back_rows.shape[0]), sent_token, "sum",
+                                     dim_size=ctx.x_shape[0])
+        return None, None, None, None, grad_x, back_weights, None
+
+
+def _exchange(group, sent_token, send_splits, x, weights, local_id):
+    received_splits: List[int] = []
+    rows, recv_weights, recv_ids = _Exchange.apply(group, sent_token, send_splits, received_splits, x, weights,
+                                                   local_id)
+    return rows, recv_weights, recv_ids, received_splits

@@ -17,8 +17,8 @@ all_to_all_v                all_to_all_single with the splits swapped
 
 As in torch every rank of the group must run the backward pass too (it is a collective), and two of these
 collectives on independent branches of a graph may have their backward passes run in different orders on
-different ranks (autograd picks the order), which crosses them: chain them, or send one tensor (as
-scatterx.distributed.moe sends the router weights as extra columns of the token rows). torch's
+different ranks (autograd picks the order), which crosses them: chain them, or wrap them in one autograd
+Function (as scatterx.distributed.moe does with the token rows and the router weights). torch's
 ``all_reduce`` backward repeats the forward's op whatever it is, which is wrong for MAX, MIN and
 PRODUCT; here MAX and MIN get their true gradient and PRODUCT raises. torch's ``gather``, ``scatter``
 and ``reduce`` are not provided yet (scatterx.distributed has no rooted gather/scatter/reduce).
