@@ -81,6 +81,7 @@ from ._collectives import (
     reduce_scatter,
     reduce_scatter_tensor,
 )
+from ._rooted import all_gather_object, broadcast_object_list, gather, gather_object, reduce, scatter
 
 __all__ = [
     "Backend", "DistError", "DistTimeoutError", "GroupMember", "MismatchError", "Options", "ProcessGroup", "ReduceOp", "Work",
@@ -88,5 +89,6 @@ __all__ = [
     "barrier", "broadcast", "destroy_process_group", "get_backend", "get_global_rank", "get_group_rank",
     "get_process_group_ranks", "get_rank", "get_world_size", "group", "init_process_group", "is_available",
     "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available", "new_group", "reduce_scatter",
-    "reduce_scatter_tensor",
+    "reduce_scatter_tensor", "gather", "scatter", "reduce", "all_gather_object", "broadcast_object_list",
+    "gather_object",
 ]

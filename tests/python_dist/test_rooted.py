@@ -1,0 +1,116 @@
+"""gather, scatter, reduce and the object collectives of scatterx.distributed, on every rank of
+`mpirun -n N`, against exact rank formulas; numpy and torch arrays; roots at both ends; a bad argument on
+the root raises there and MismatchError on the other ranks (nobody waits)."""
+
+import numpy as np
+import pytest
+
+from conftest import dist
+
+if dist is None:  # the conftest marks every test skipped with the reason
+    pytestmark = pytest.mark.skip(reason="scatterx.distributed unavailable")
+    RANK, WS = 0, 1
+else:
+    RANK, WS = dist.get_rank(), dist.get_world_size()
+
+ROOTS = [pytest.param(0, id="root0"), pytest.param(-1, id="root-last")]
+
+
+def value(q, shape, salt=0):
+    return (np.arange(int(np.prod(shape))).reshape(shape) * 3 + q * 100 + salt).astype(np.float64)
+
+
+def root_of(which):
+    return which % WS
+
+
+@pytest.mark.parametrize("which", ROOTS)
+def test_gather_numpy(which):
+    root = root_of(which)
+    mine = value(RANK, (2, 3))
+    got = [np.full((2, 3), -1.0) for _ in range(WS)] if RANK == root else None
+    dist.gather(mine, got, dst=root)
+    assert np.array_equal(mine, value(RANK, (2, 3)))
+    if RANK == root:
+        for q in range(WS):
+            assert np.array_equal(got[q], value(q, (2, 3)))
+
+
+@pytest.mark.parametrize("which", ROOTS)
+def test_scatter_numpy(which):
+    root = root_of(which)
+    pieces = [value(q, (4,), salt=7) for q in range(WS)] if RANK == root else None
+    mine = np.full(4, -1.0)
+    dist.scatter(mine, pieces, src=root)
+    assert np.array_equal(mine, value(RANK, (4,), salt=7))
+
+
+@pytest.mark.parametrize("which", ROOTS)
+@pytest.mark.parametrize("op", ["SUM", "MAX"])
+def test_reduce_numpy(which, op):
+    root = root_of(which)
+    mine = value(RANK, (5,))
+    dist.reduce(mine, dst=root, op=getattr(dist.ReduceOp, op))
+    every = np.stack([value(q, (5,)) for q in range(WS)])
+    want = every.sum(0) if op == "SUM" else every.max(0)
+    assert np.array_equal(mine, want if RANK == root else value(RANK, (5,)))
+
+
+def test_torch_tensors_and_async():
+    torch = pytest.importorskip("torch", reason="torch not installed")
+    root = WS - 1
+    mine = torch.arange(6, dtype=torch.int64).reshape(2, 3) + RANK
+    got = [torch.empty(3, 2, dtype=torch.int64) for _ in range(WS)] if RANK == root else None
+    work = dist.gather(mine.t(), got, dst=root, async_op=True)  # a strided view
+    assert work.wait()
+    if RANK == root:
+        for q in range(WS):
+            assert torch.equal(got[q], (torch.arange(6).reshape(2, 3) + q).t())
+    out = torch.empty(3, dtype=torch.float32)
+    dist.scatter(out, [torch.full((3,), float(q)) for q in range(WS)] if RANK == 0 else None)
+    assert torch.equal(out, torch.full((3,), float(RANK)))
+
+
+def test_object_collectives():
+    objects = [None] * WS
+    dist.all_gather_object(objects, {"rank": RANK, "text": "x" * (RANK * 37)})
+    assert objects == [{"rank": q, "text": "x" * (q * 37)} for q in range(WS)]
+
+    listed = [("from root", 1.5, list(range(50)))] * 2 if RANK == WS - 1 else [None, None]
+    dist.broadcast_object_list(listed, src=WS - 1)
+    assert listed == [("from root", 1.5, list(range(50)))] * 2
+
+    gathered = [None] * WS if RANK == 0 else None
+    dist.gather_object(RANK * RANK, gathered, dst=0)
+    if RANK == 0:
+        assert gathered == [q * q for q in range(WS)]
+
+
+def test_bad_gather_list_raises_on_every_rank():
+    root = WS - 1
+    mine = value(RANK, (3,))
+    if RANK == root:
+        with pytest.raises(ValueError, match=f"gather: expected gather_list to be a list of {WS} arrays"):
+            dist.gather(mine, [np.empty(3)] * (WS + 1), dst=root)
+    else:
+        with pytest.raises(dist.MismatchError, match=f"rank {root} of {WS} rejected its arguments"):
+            dist.gather(mine, None, dst=root)
+    # the group is still usable afterwards
+    check = np.array([1.0])
+    dist.all_reduce(check)
+    assert check[0] == WS
+
+
+def test_bad_scatter_list_raises_on_every_rank():
+    mine = np.empty(2)
+    if RANK == 0:
+        with pytest.raises(ValueError, match="scatter: expected every scatter_list array to have tensor's 2 elements"):
+            dist.scatter(mine, [np.zeros(3)] * WS, src=0)
+    else:
+        with pytest.raises(dist.MismatchError, match="rank 0 of"):
+            dist.scatter(mine, None, src=0)
+
+
+def test_root_outside_the_group_is_refused():
+    with pytest.raises(ValueError, match=f"Global rank {WS} is not part of group"):
+        dist.reduce(np.zeros(1), dst=WS)
