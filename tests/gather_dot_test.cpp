@@ -4,7 +4,9 @@
 // the summation error of an n-term dot in the accumulation type (n * eps *
 // sum |a * b|) plus the final rounding to the output dtype.
 #include <gtest/gtest.h>
+#include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -94,14 +96,21 @@ TEST(GatherDot, MatchesReference) {
   }
 }
 
-TEST(GatherDot, Deterministic) {
-  Rng rng(case_seed("GatherDot.Deterministic", 0));
-  Tensor a = Tensor::empty({500, 64}, DType::Float32);
-  fill_random(a, rng);
-  Tensor ai = Tensor::empty({100000}, DType::Int64);
-  fill_index(ai, rng, 0, 499);
-  const Tensor first = scatterx::gather_dot(a, ai, a, ai);
-  EXPECT_TRUE(same_values(first, scatterx::gather_dot(a, ai, a, ai)));
+// The same bits on one thread and on several (each dot is summed in a fixed
+// order by one thread, however the edges are split).
+TEST(GatherDot, IndependentOfThreadCount) {
+  Rng rng(case_seed("GatherDot.IndependentOfThreadCount", 0));
+  const Tensor rows = Tensor::empty({500, 67}, DType::Float32);
+  const Tensor positions = Tensor::empty({100000}, DType::Int64);
+  fill_random(rows, rng);
+  fill_index(positions, rng, 0, 499);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const Tensor serial = scatterx::gather_dot(rows, positions, rows, positions.flip(0));
+  omp_set_num_threads(std::max(threads, 3));
+  const Tensor parallel = scatterx::gather_dot(rows, positions, rows, positions.flip(0));
+  omp_set_num_threads(threads);
+  EXPECT_TRUE(same_values(serial, parallel));
 }
 
 TEST(GatherDot, ZeroFeaturesAndNoEdges) {
