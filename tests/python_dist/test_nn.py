@@ -60,6 +60,19 @@ def case(name):
                                             for s in range(WS)], x)),
                 (lambda xs: [tuple(xs[s][r] * 1 for s in range(len(xs))) for r in range(len(xs))]))
 
+    if name == "gather":
+        dst = WS - 1
+        return ((lambda q: [rand(q, 3)]), (lambda x: sxnn.gather(x[0], dst=dst)),
+                (lambda xs: [tuple(x[0] * 1 if r == dst else torch.zeros(3, dtype=torch.float64) for x in xs)
+                             for r in range(len(xs))]))
+    if name == "scatter":
+        return ((lambda q: [rand(q, 2, salt=s) for s in range(WS)]), (lambda x: (sxnn.scatter(x, src=0),)),
+                (lambda xs: [(xs[0][r] * 1,) for r in range(len(xs))]))
+    if name == "reduce":  # off dst the output is the rank's own tensor, with no gradient (torch's rule)
+        return ((lambda q: [rand(q, 4)]), (lambda x: (sxnn.reduce(x[0], dst=0),)),
+                (lambda xs: [(sum(x[0] for x in xs) if r == 0 else xs[r][0].detach().clone(),)
+                             for r in range(len(xs))]))
+
     def chunks(x, q):  # rank q's rows, cut by destination
         return torch.split(x, [rows_to(q, s) for s in range(WS)])
 
@@ -82,7 +95,11 @@ def case(name):
 
 
 CASES = ["all_reduce/sum", "all_reduce/avg", "all_reduce/max", "all_reduce/min", "broadcast", "all_gather",
-         "reduce_scatter/sum", "reduce_scatter/avg", "all_to_all", "all_to_all_single", "all_to_all_v"]
+         "reduce_scatter/sum", "reduce_scatter/avg", "all_to_all", "all_to_all_single", "all_to_all_v", "gather",
+         "scatter", "reduce"]
+# reduce's outputs off dst are its inputs with the gradient cut (torch's rule), which finite differences of
+# the loss do not see: it is checked against the dense computation only.
+FD_CASES = [c for c in CASES if c != "reduce"]
 
 
 def weights(outputs, q):
@@ -112,7 +129,7 @@ def test_matches_the_dense_computation(name):
         torch.testing.assert_close(got.grad, expected, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", FD_CASES)
 def test_gradients_match_finite_differences(name):
     """d(global loss)/d(rank p's element i) by central differences: every rank runs every (p, i) in lockstep,
     only rank p perturbing; rank p compares with its own analytic gradient."""
@@ -183,7 +200,8 @@ def test_functional_module_mirrors_torch():
     import scatterx.distributed.nn as sxnn
     import scatterx.distributed.nn.functional as F
 
-    for name in ("all_gather", "all_reduce", "all_to_all", "all_to_all_single", "broadcast", "reduce_scatter"):
+    for name in ("all_gather", "all_reduce", "all_to_all", "all_to_all_single", "broadcast", "gather", "reduce",
+                 "reduce_scatter", "scatter"):
         assert getattr(sxnn, name) is getattr(F, name)
         assert list(inspect.signature(getattr(F, name)).parameters) == \
             list(inspect.signature(getattr(tf, name)).parameters), name

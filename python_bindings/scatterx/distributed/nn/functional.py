@@ -13,6 +13,9 @@ all_gather                  reduce_scatter (SUM)
 reduce_scatter (SUM, AVG)   all_gather (divided by the group size for AVG)
 all_to_all(_single)         all_to_all(_single) with the splits swapped
 all_to_all_v                all_to_all_single with the splits swapped
+gather(dst)                 scatter from ``dst``
+scatter(src)                gather to ``src``
+reduce(dst) (SUM)           broadcast from ``dst``
 ==========================  ===================================================================
 
 As in torch every rank of the group must run the backward pass too (it is a collective), and two of these
@@ -20,8 +23,7 @@ collectives on independent branches of a graph may have their backward passes ru
 different ranks (autograd picks the order), which crosses them: chain them, or wrap them in one autograd
 Function (as scatterx.distributed.moe does with the token rows and the router weights). torch's
 ``all_reduce`` backward repeats the forward's op whatever it is, which is wrong for MAX, MIN and
-PRODUCT; here MAX and MIN get their true gradient and PRODUCT raises. torch's ``gather``, ``scatter``
-and ``reduce`` are not provided yet (scatterx.distributed has no rooted gather/scatter/reduce).
+PRODUCT; here MAX and MIN get their true gradient and PRODUCT raises (reduce: only SUM has one).
 """
 
 from __future__ import annotations
@@ -39,9 +41,12 @@ from .._collectives import all_to_all_v as _all_to_all_v
 from .._collectives import broadcast as _broadcast
 from .._collectives import reduce_scatter as _reduce_scatter
 from .._groups import GroupLike, ReduceOp, _reduce_op, get_rank, get_world_size
+from .._rooted import gather as _gather
+from .._rooted import reduce as _reduce
+from .._rooted import scatter as _scatter
 
-__all__ = ["all_gather", "all_reduce", "all_to_all", "all_to_all_single", "all_to_all_v", "broadcast",
-           "reduce_scatter"]
+__all__ = ["all_gather", "all_reduce", "all_to_all", "all_to_all_single", "all_to_all_v", "broadcast", "gather",
+           "reduce", "reduce_scatter", "scatter"]
 
 
 def _op_name(op, name: str) -> str:
@@ -183,6 +188,67 @@ class _AllToAllV(Function):
         back = grad.new_empty(ctx.input_shape)
         return (None, None, None,
                 _AllToAllSingle.apply(ctx.group, back, ctx.send_splits, ctx.recv_splits, grad.contiguous()))
+
+
+class _Gather(Function):
+    @staticmethod
+    def forward(ctx, dst, group, tensor):
+        ctx.dst, ctx.group = dst, group
+        outs = [torch.zeros_like(tensor, memory_format=torch.contiguous_format) for _ in range(get_world_size(group))]
+        _gather(tensor.contiguous(), outs if get_rank() == dst else None, dst=dst, group=group)
+        return tuple(outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        # Rank r's tensor is dst's output r: its gradient is dst's gradient number r.
+        return None, None, _Scatter.apply(ctx.dst, ctx.group, *grads)
+
+
+class _Scatter(Function):
+    @staticmethod
+    def forward(ctx, src, group, *tensors):
+        ctx.src, ctx.group = src, group
+        out = torch.empty_like(tensors[0], memory_format=torch.contiguous_format)
+        _scatter(out, [t.contiguous() for t in tensors] if get_rank() == src else None, src=src, group=group)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        # src's tensor r went to rank r: its gradient is rank r's (0 for the others' ignored tensors).
+        return (None, None) + _Gather.apply(ctx.src, ctx.group, grad)
+
+
+class _Reduce(Function):
+    @staticmethod
+    def forward(ctx, dst, op, group, tensor):
+        ctx.dst, ctx.op, ctx.group = dst, _op_name(op, "reduce"), group
+        out = tensor.clone(memory_format=torch.contiguous_format)
+        _reduce(out, dst=dst, op=op, group=group)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        _require_differentiable(ctx.op, ("sum",), "scatterx.distributed.nn.reduce")
+        # Every rank's tensor adds into dst's result; the other ranks' outputs carry no gradient (torch's rule).
+        return None, None, None, _Broadcast.apply(ctx.dst, ctx.group, grad)
+
+
+def gather(tensor: torch.Tensor, dst: int = 0, group: GroupLike = None) -> Tuple[torch.Tensor, ...]:
+    """A tuple of every rank's ``tensor`` on global rank ``dst`` (zeros elsewhere); the gradient is scattered
+    back from ``dst``."""
+    return _Gather.apply(dst, group, tensor)
+
+
+def scatter(tensors: List[torch.Tensor], src: int = 0, group: GroupLike = None) -> torch.Tensor:
+    """Global rank ``src``'s ``tensors[rank]`` on every rank (every rank passes a list of tensors of one shape,
+    as torch requires; only src's values are read); the gradient is gathered back to ``src``."""
+    return _Scatter.apply(src, group, *tensors)
+
+
+def reduce(tensor: torch.Tensor, dst: int, op=ReduceOp.SUM, group: GroupLike = None) -> torch.Tensor:
+    """A new tensor: op over the ranks of their ``tensor`` on global rank ``dst``, this rank's ``tensor``
+    elsewhere (a copy, through which no gradient flows, as in torch); differentiable for SUM."""
+    return _Reduce.apply(dst, op, group, tensor)
 
 
 def all_reduce(tensor: torch.Tensor, op=ReduceOp.SUM, group: GroupLike = None) -> torch.Tensor:
