@@ -36,7 +36,7 @@ from .. import _ops
 from .. import torch as sx_torch
 from . import nn as dnn
 from ._collectives import all_gather_into_tensor, all_to_all_single, all_to_all_v
-from ._groups import GroupLike, MismatchError, get_rank, get_world_size
+from ._groups import GroupLike, MismatchError, get_world_size
 
 __all__ = ["MoEHandle", "combine", "dispatch"]
 
