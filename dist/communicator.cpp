@@ -169,6 +169,11 @@ Communicator::State::State(MPI_Comm owned, bool threaded_mpi, const Communicator
   MPI_Comm_size(comm, &size);
   // Errors come back as return codes, which check_mpi turns into exceptions.
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  check_mpi(MPI_Comm_dup(comm, &p2p_comm), "scatterx.dist", "MPI_Comm_dup");
+  int* tag_ub = nullptr;
+  int has_tag_ub = 0;
+  MPI_Comm_get_attr(p2p_comm, MPI_TAG_UB, &tag_ub, &has_tag_ub);
+  if (has_tag_ub != 0 && tag_ub != nullptr) p2p_tag_ub = *tag_ub;
   timeout_s = settings.timeout->count();
   checks = *settings.checks;
 }
@@ -176,7 +181,9 @@ Communicator::State::State(MPI_Comm owned, bool threaded_mpi, const Communicator
 Communicator::State::~State() {
   stop_worker();
   shm.reset();
-  if (comm != MPI_COMM_NULL && !mpi_finalized() && !broken) MPI_Comm_free(&comm);
+  if (mpi_finalized() || broken) return;
+  if (p2p_comm != MPI_COMM_NULL) MPI_Comm_free(&p2p_comm);
+  if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
 }
 
 void Communicator::State::check_usable(const char* op) const {
@@ -186,6 +193,10 @@ void Communicator::State::check_usable(const char* op) const {
 void Communicator::State::fail_timeout(const char* op, const std::string& waiting_for) {
   const std::string reason = detail::concat(op, ": timed out after ", timeout_s.load(), " s on rank ", rank, " of ",
                                             size, " waiting for ", waiting_for);
+  fail_broken(reason);
+}
+
+void Communicator::State::fail_broken(const std::string& reason) {
   if (!broken) {
     broken_reason = reason;
     broken = true;
@@ -273,10 +284,13 @@ void Communicator::set_checks(bool enabled) { state().checks = enabled; }
 bool Communicator::checks() const { return state().checks; }
 
 Waiter::Waiter(Communicator::State& state, const char* op)
+    : Waiter(state, op, std::chrono::duration<double>(state.timeout_s.load())) {}
+
+Waiter::Waiter(Communicator::State& state, const char* op, std::chrono::duration<double> timeout)
     : state_(state),
       op_(op),
-      deadline_(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                       std::chrono::duration<double>(state.timeout_s.load()))) {}
+      deadline_(std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout)) {}
 
 void Waiter::wait_all(int n, MPI_Request* requests, const std::string& what) {
   poll(
@@ -297,13 +311,16 @@ void Waiter::wait_all(int n, MPI_Request* requests, const std::string& what) {
 }
 
 void Waiter::poll(const std::function<bool()>& done, const std::string& what, const std::function<void()>& give_up) {
+  if (poll_until_deadline(done)) return;
+  if (give_up) give_up();
+  state_.fail_timeout(op_, what);
+}
+
+bool Waiter::poll_until_deadline(const std::function<bool()>& done) {
   for (uint64_t spins = 0;; ++spins) {
-    if (done()) return;
+    if (done()) return true;
     if ((spins & 255) == 255) {
-      if (std::chrono::steady_clock::now() > deadline_) {
-        if (give_up) give_up();
-        state_.fail_timeout(op_, what);
-      }
+      if (std::chrono::steady_clock::now() > deadline_) return false;
       // Spinning keeps latency low; past a few thousand spins the peer is
       // not about to answer, so let another thread (maybe a rank on this
       // core) run.

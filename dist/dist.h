@@ -91,6 +91,10 @@ class Work {
   void wait() const;
   // True once the collective finished (successfully or not); never blocks.
   bool is_completed() const;
+  // The Work of a receive (irecv, or a receive of batch_isend_irecv): waits
+  // for it, then returns the sender's rank in the communicator (the point of
+  // an any-source receive). ArgumentError for any other Work.
+  int source_rank() const;
 
  private:
   std::shared_ptr<State> state_;
@@ -229,6 +233,85 @@ struct AllToAllVResult {
 };
 AllToAllVResult all_to_all_v(const TensorView& input, const std::vector<int64_t>& send_splits,
                              const Communicator& comm);
+
+// ---- point-to-point (torch.distributed's send, recv, isend, irecv) ----------
+//
+// Contract
+// - Messages travel in a space of their own (a second duplicate of the
+//   communicator's MPI communicator): no user message can match a
+//   collective's, whatever its tag, and collectives queued on the progress
+//   thread neither delay nor reorder point-to-point messages.
+// - Matching is MPI's: a receive takes the oldest message from its source
+//   (any source with kAnySource) carrying its tag; between one pair of ranks,
+//   messages of one tag arrive in the order they were posted. isend and
+//   irecv post at the call, so call order is matching order (as torch's MPI
+//   backend); a message of any length is one MPI message.
+// - The receiving tensor must have as many bytes as the message: a shorter
+//   or longer message raises MismatchError from the receive (longer: where
+//   MPI reports the truncation; Open MPI does between processes, not on a
+//   rank's messages to itself). dtypes need not agree (bytes are bytes, as
+//   in torch).
+// - Tensors of any dtype and layout: a non-contiguous send is packed at the
+//   call into scratch its Work keeps; a non-contiguous receive lands in
+//   scratch that wait() unpacks. CUDA tensors: the call waits for the work
+//   queued on the current stream (so a send reads its final values), the
+//   bytes move through a page-locked host buffer (or the device memory
+//   itself when MPI is CUDA-aware), and wait() returns with a receive's
+//   values on the device (its copies synchronized).
+// - Until wait() returned, a send's tensor must not be written and a
+//   receive's not read or written; a tensor may not be received into twice
+//   at once (aliasing is not checked across calls).
+// - wait() polls against the communicator's timeout, counted from the call
+//   of wait(): past it, the messages still posted are cancelled,
+//   TimeoutError names the op and the peer, and the communicator is unusable
+//   afterwards (as after a collective's timeout). Dropping a Work before it
+//   completed cancels a receive and abandons a send; their scratch is then
+//   never freed, as MPI may still use it.
+// - Errors raised before anything is posted (the communicator stays usable):
+//   ArgumentError for a rank outside [0, size) (or kAnySource for a
+//   send), a blocking send to this rank (as torch; isend and irecv allow
+//   it), a tag outside [0, MPI_TAG_UB]; DTypeError never (every dtype moves).
+
+// The src of a receive that takes a message from any rank.
+constexpr int kAnySource = -1;
+
+// Sends tensor to rank dst; returns once the message left (its buffer may be
+// reused), which for a long message means dst posted its receive.
+void send(const TensorView& tensor, int dst, const Communicator& comm, int tag = 0);
+// Receives into tensor from rank src (or kAnySource); returns the sender.
+int recv(const TensorView& tensor, int src, const Communicator& comm, int tag = 0);
+Work isend(const TensorView& tensor, int dst, const Communicator& comm, int tag = 0);
+Work irecv(const TensorView& tensor, int src, const Communicator& comm, int tag = 0);
+
+// One operation of batch_isend_irecv (torch.distributed.P2POp).
+struct P2POp {
+  enum class Kind : uint8_t { Send, Recv };
+  Kind kind = Kind::Send;
+  TensorView tensor;
+  int peer = 0;  // dst of a send, src of a receive (kAnySource allowed)
+  int tag = 0;
+};
+
+// Posts every op, in list order, and returns their Works (same order). Every
+// op is checked before the first is posted, so a bad op posts nothing.
+std::vector<Work> batch_isend_irecv(const std::vector<P2POp>& ops, const Communicator& comm);
+
+// ---- monitored_barrier (torch.distributed.monitored_barrier, gloo's) ---------
+//
+// Rank 0 waits up to `timeout` for every other rank to arrive, then tells
+// each rank the outcome. When a rank did not arrive, every rank that hears
+// the outcome raises TimeoutError: rank 0 with torch's text, "Rank 2 failed
+// to pass monitoredBarrier in 2000 ms" (the first missing rank), or with
+// wait_all_ranks "Ranks 1, 2 failed to pass monitoredBarrier in 2000 ms"
+// (all of them); the others with the same text seen from rank 0 (a late
+// rank learns it at once when it arrives). A rank other than 0 waits up to
+// twice its timeout for the outcome (rank 0 may arrive up to `timeout`
+// later and then waits `timeout`); without it, it raises naming rank 0.
+// After a failure the communicator is unusable on every rank that raised
+// (messages of the failed barrier may still be in flight). Its messages
+// cannot match collectives' or user point-to-point messages. Runs in order
+// with the collectives queued on the communicator. timeout must be > 0.
+void monitored_barrier(const Communicator& comm, std::chrono::duration<double> timeout, bool wait_all_ranks = false);
 
 // Whether the MPI library this process loaded moves CUDA device memory
 // itself (Open MPI's MPIX_Query_cuda_support(); false for other MPIs). MPI

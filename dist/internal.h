@@ -21,11 +21,31 @@
 
 namespace scatterx::dist {
 
+// A message that completes where its Work is waited for rather than on the
+// progress thread: point-to-point sends and receives (dist/send_recv.cpp).
+class PendingMessage {
+ public:
+  virtual ~PendingMessage() = default;
+  // Whether the message completed, without blocking (throws on failure).
+  virtual bool test() = 0;
+  // Blocks until it completed, or raises TimeoutError.
+  virtual void wait() = 0;
+  // A receive's sender (once complete); -1 for a send.
+  virtual int source() const = 0;
+};
+
 struct Work::State {
   std::mutex mutex;
   std::condition_variable done_cv;
   bool done = false;
   std::exception_ptr error;
+
+  // Point-to-point Work: completed by whichever thread waits (or tests)
+  // first, under `completing`; `source` is a receive's sender (-1: none).
+  std::unique_ptr<PendingMessage> message;
+  std::mutex completing;
+  bool is_receive = false;
+  int source = -1;
 
   void finish(std::exception_ptr e);
 };
@@ -40,12 +60,20 @@ constexpr int kTagCycle = 8000;
 constexpr int kMetaTag = kTagCycle;
 constexpr int kAllGatherTagOffset = kTagCycle + 1;
 constexpr int kShmFreeTagOffset = 2 * kTagCycle + 1;
-static_assert(kShmFreeTagOffset + kTagCycle <= 32767, "tags must stay below the least MPI_TAG_UB");
+// monitored_barrier's arrivals (to rank 0) and outcomes (from rank 0): tags
+// no collective uses, on the collectives' communicator.
+constexpr int kBarrierArrivalTag = kShmFreeTagOffset + kTagCycle;
+constexpr int kBarrierOutcomeTag = kBarrierArrivalTag + 1;
+static_assert(kBarrierOutcomeTag <= 32767, "tags must stay below the least MPI_TAG_UB");
 
 struct ShmTransport;  // dist/shm_transport.h
 
 struct Communicator::State {
   MPI_Comm comm = MPI_COMM_NULL;
+  // The point-to-point messages' own duplicate of `comm` (dist.h), and the
+  // largest tag it allows (its MPI_TAG_UB).
+  MPI_Comm p2p_comm = MPI_COMM_NULL;
+  int p2p_tag_ub = 32767;
   int rank = 0;
   int size = 1;
   // The settings (CommunicatorOptions, resolved): the timeout and the checks
@@ -84,7 +112,8 @@ struct Communicator::State {
   // alone, in the destructor.
   std::unique_ptr<ShmTransport> shm;
 
-  // `settings` has every field set.
+  // `settings` has every field set. Collective over `owned` (it duplicates
+  // it for the point-to-point messages).
   State(MPI_Comm owned, bool threaded_mpi, const CommunicatorOptions& settings);
   ~State();
   void stop_worker();
@@ -97,12 +126,17 @@ struct Communicator::State {
   int next_tag() { return static_cast<int>(sequence++ % static_cast<unsigned>(kTagCycle)); }
   void check_usable(const char* op) const;
   [[noreturn]] void fail_timeout(const char* op, const std::string& waiting_for);
+  // Marks the communicator unusable (the first reason is kept) and raises
+  // TimeoutError with `reason`.
+  [[noreturn]] void fail_broken(const std::string& reason);
 };
 
 // Waits for MPI requests by polling, so that a deadline can end the wait.
 class Waiter {
  public:
   Waiter(Communicator::State& state, const char* op);
+  // With a deadline `timeout` from now instead of the communicator's.
+  Waiter(Communicator::State& state, const char* op, std::chrono::duration<double> timeout);
   // Completes every request or raises TimeoutError (`what` says whom we
   // waited for). Completed requests are left as MPI_REQUEST_NULL.
   void wait_all(int n, MPI_Request* requests, const std::string& what);
@@ -111,6 +145,9 @@ class Waiter {
   // `give_up` (which cancels what the caller had posted) and raises
   // TimeoutError.
   void poll(const std::function<bool()>& done, const std::string& what, const std::function<void()>& give_up = {});
+  // Calls `done` until it returns true (then true) or the deadline passed
+  // (then false); raises nothing of its own.
+  bool poll_until_deadline(const std::function<bool()>& done);
 
  private:
   Communicator::State& state_;

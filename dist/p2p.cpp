@@ -40,6 +40,27 @@ void post_recv(char* data, int64_t bytes, int peer, int tag, MPI_Comm comm, std:
   });
 }
 
+OneMessage::OneMessage(int64_t bytes, const char* op) {
+  if (bytes <= kMaxMessageBytes) {
+    count_ = static_cast<int>(bytes);
+    return;
+  }
+  MPI_Datatype piece = MPI_DATATYPE_NULL;
+  check_mpi(MPI_Type_contiguous(static_cast<int>(kMaxMessageBytes), MPI_BYTE, &piece), op, "MPI_Type_contiguous");
+  int lengths[2] = {static_cast<int>(bytes / kMaxMessageBytes), static_cast<int>(bytes % kMaxMessageBytes)};
+  MPI_Aint displacements[2] = {0, static_cast<MPI_Aint>(bytes - bytes % kMaxMessageBytes)};
+  MPI_Datatype types[2] = {piece, MPI_BYTE};
+  const int rc = MPI_Type_create_struct(2, lengths, displacements, types, &type_);
+  MPI_Type_free(&piece);
+  check_mpi(rc, op, "MPI_Type_create_struct");
+  check_mpi(MPI_Type_commit(&type_), op, "MPI_Type_commit");
+  count_ = 1;
+}
+
+OneMessage::~OneMessage() {
+  if (type_ != MPI_BYTE) MPI_Type_free(&type_);
+}
+
 std::string rank_name(int r) { return detail::concat("rank ", r); }
 
 }  // namespace scatterx::dist

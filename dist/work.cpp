@@ -11,8 +11,39 @@ void Work::State::finish(std::exception_ptr e) {
   done_cv.notify_all();
 }
 
+namespace {
+
+// Completes a point-to-point Work on this thread: waits for its message
+// (`block`) or tests it once. One thread at a time; the others find it done.
+void complete_message(Work::State& w, bool block) {
+  std::unique_lock<std::mutex> turn(w.completing, std::defer_lock);
+  if (block) {
+    turn.lock();
+  } else if (!turn.try_lock()) {
+    return;  // another thread is completing it
+  }
+  {
+    std::lock_guard<std::mutex> lock(w.mutex);
+    if (w.done) return;
+  }
+  try {
+    if (block) {
+      w.message->wait();
+    } else if (!w.message->test()) {
+      return;
+    }
+    w.source = w.message->source();
+    w.finish(nullptr);
+  } catch (...) {
+    w.finish(std::current_exception());
+  }
+}
+
+}  // namespace
+
 void Work::wait() const {
   if (!state_) return;
+  if (state_->message) complete_message(*state_, true);
   std::unique_lock<std::mutex> lock(state_->mutex);
   state_->done_cv.wait(lock, [&] { return state_->done; });
   if (state_->error) std::rethrow_exception(state_->error);
@@ -20,8 +51,16 @@ void Work::wait() const {
 
 bool Work::is_completed() const {
   if (!state_) return true;
+  if (state_->message) complete_message(*state_, false);
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->done;
+}
+
+int Work::source_rank() const {
+  SCATTERX_CHECK(state_ && state_->is_receive, ArgumentError, "Work::source_rank",
+                 "expected the Work of a receive (irecv), got ", state_ ? "the Work of another op" : "an empty Work");
+  wait();
+  return state_->source;
 }
 
 Work Communicator::State::submit(std::function<void()> task, bool async) {
