@@ -11,6 +11,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <array>
@@ -47,21 +48,32 @@ PyObject* g_timeout_error = nullptr;
 // the progress thread reads and writes them after the call returned. Python
 // owns it, so it is destroyed with the GIL held (the arrays' owners are
 // Python objects).
+//
+// A point-to-point Work (`message`) dropped before it completed is not waited
+// for (a receive whose sender never comes would block until the timeout and
+// break the communicator): dist cancels a receive and abandons a send, and
+// its arrays are kept alive for good, as MPI may still use them.
 class PyWork {
  public:
-  PyWork(dist::Work work, std::vector<OutArray> outs, std::vector<InArray> ins)
-      : work_(std::move(work)), outs_(std::move(outs)), ins_(std::move(ins)) {}
+  PyWork(dist::Work work, std::vector<OutArray> outs, std::vector<InArray> ins, bool message = false)
+      : work_(std::move(work)), outs_(std::move(outs)), ins_(std::move(ins)), message_(message) {}
   PyWork(const PyWork&) = delete;
   PyWork& operator=(const PyWork&) = delete;
 
   ~PyWork() {
-    // Dropped before wait(): let the collective finish before its memory may go.
-    if (!outs_.empty() || !ins_.empty()) {
-      try {
-        nb::gil_scoped_release release;
-        work_.wait();
-      } catch (...) {  // the error was the caller's to collect through wait()
+    if (outs_.empty() && ins_.empty()) return;
+    if (message_) {
+      if (!work_.is_completed()) {
+        new std::vector<OutArray>(std::move(outs_));  // never freed: see above
+        new std::vector<InArray>(std::move(ins_));
       }
+      return;
+    }
+    // Dropped before wait(): let the collective finish before its memory may go.
+    try {
+      nb::gil_scoped_release release;
+      work_.wait();
+    } catch (...) {  // the error was the caller's to collect through wait()
     }
   }
 
@@ -78,6 +90,12 @@ class PyWork {
 
   bool is_completed() const { return work_.is_completed(); }
 
+  // A receive's sender (a rank of its communicator), once it completed.
+  int source_rank() {
+    wait();
+    return without_gil([&] { return work_.source_rank(); });
+  }
+
  private:
   void release_arrays() {
     outs_.clear();
@@ -87,6 +105,7 @@ class PyWork {
   dist::Work work_;
   std::vector<OutArray> outs_;
   std::vector<InArray> ins_;
+  bool message_;
 };
 
 double seconds_of(std::chrono::duration<double> d) { return d.count(); }
@@ -289,7 +308,86 @@ void register_communicator(nb::module_& d) {
   nb::class_<PyWork>(d, "Work", "Completion handle of an async collective; keeps its arrays alive until it is done.")
       .def("wait", &PyWork::wait,
            "Blocks (GIL released) until the collective finished; raises its error, if any. Returns True.")
-      .def("is_completed", &PyWork::is_completed, "True once the collective finished; never blocks.");
+      .def("is_completed", &PyWork::is_completed, "True once the collective finished; never blocks.")
+      .def("source_rank", &PyWork::source_rank,
+           "The Work of a receive: waits, then returns the sender's rank in the communicator.");
+}
+
+// send, recv, isend, irecv, batch_isend_irecv and monitored_barrier
+// (dist.h's point-to-point sections); ranks are the communicator's.
+void register_point_to_point(nb::module_& d) {
+  using dist::Communicator;
+  d.attr("ANY_SOURCE") = dist::kAnySource;
+  d.def(
+      "send",
+      [](const InArray& tensor, int dst, const Communicator& comm, int tag) {
+        const TensorView t = view_of(tensor, "send", "tensor");
+        without_gil([&] { dist::send(t, dst, comm, tag); });
+      },
+      nb::arg("tensor"), nb::arg("dst"), nb::arg("comm"), nb::arg("tag") = 0,
+      "Sends tensor to rank dst (not this rank); returns once it left.");
+  d.def(
+      "recv",
+      [](const OutArray& tensor, int src, const Communicator& comm, int tag) {
+        const TensorView t = view_of(tensor, "recv", "tensor");
+        return without_gil([&] { return dist::recv(t, src, comm, tag); });
+      },
+      nb::arg("tensor"), nb::arg("src"), nb::arg("comm"), nb::arg("tag") = 0,
+      "Receives into tensor from rank src (ANY_SOURCE: any rank); returns the sender.");
+  d.def(
+      "isend",
+      [](const InArray& tensor, int dst, const Communicator& comm, int tag) {
+        const TensorView t = view_of(tensor, "isend", "tensor");
+        dist::Work w = without_gil([&] { return dist::isend(t, dst, comm, tag); });
+        return new PyWork(std::move(w), {}, {tensor}, true);
+      },
+      nb::arg("tensor"), nb::arg("dst"), nb::arg("comm"), nb::arg("tag") = 0, nb::rv_policy::take_ownership,
+      "Posts the send of tensor to rank dst; returns its Work.");
+  d.def(
+      "irecv",
+      [](const OutArray& tensor, int src, const Communicator& comm, int tag) {
+        const TensorView t = view_of(tensor, "irecv", "tensor");
+        dist::Work w = without_gil([&] { return dist::irecv(t, src, comm, tag); });
+        return new PyWork(std::move(w), {tensor}, {}, true);
+      },
+      nb::arg("tensor"), nb::arg("src"), nb::arg("comm"), nb::arg("tag") = 0, nb::rv_policy::take_ownership,
+      "Posts the receive into tensor from rank src (ANY_SOURCE: any rank); returns its Work.");
+  d.def(
+      "batch_isend_irecv",
+      [](const std::vector<std::tuple<bool, nb::object, int, int>>& ops, const Communicator& comm) {
+        std::vector<dist::P2POp> batch;
+        std::vector<std::pair<std::vector<OutArray>, std::vector<InArray>>> kept;
+        for (const auto& [is_send, array, peer, tag] : ops) {
+          const char* name = is_send ? "isend" : "irecv";
+          dist::P2POp p{is_send ? dist::P2POp::Kind::Send : dist::P2POp::Kind::Recv, {}, peer, tag};
+          if (is_send) {
+            kept.push_back({{}, {nb::cast<InArray>(array)}});
+            p.tensor = view_of(kept.back().second[0], name, "tensor");
+          } else {
+            kept.push_back({{nb::cast<OutArray>(array)}, {}});
+            p.tensor = view_of(kept.back().first[0], name, "tensor");
+          }
+          batch.push_back(p);
+        }
+        std::vector<dist::Work> works = without_gil([&] { return dist::batch_isend_irecv(batch, comm); });
+        nb::list out;
+        for (size_t i = 0; i < works.size(); ++i) {
+          out.append(
+              nb::cast(new PyWork(std::move(works[i]), std::move(kept[i].first), std::move(kept[i].second), true),
+                       nb::rv_policy::take_ownership));
+        }
+        return out;
+      },
+      nb::arg("ops"), nb::arg("comm"),
+      "Posts every (is_send, tensor, peer, tag) op in order, after checking them all; returns their Works.");
+  d.def(
+      "monitored_barrier",
+      [](const Communicator& comm, double timeout, bool wait_all_ranks) {
+        without_gil([&] { dist::monitored_barrier(comm, std::chrono::duration<double>(timeout), wait_all_ranks); });
+      },
+      nb::arg("comm"), nb::arg("timeout"), nb::arg("wait_all_ranks") = false,
+      "Rank 0 waits up to timeout seconds for every rank; on a miss every rank raises DistTimeoutError naming "
+      "the missing ranks, and the communicator is unusable afterwards.");
 }
 
 // The collectives: the synchronous form, and *_async returning a Work.
@@ -344,4 +442,5 @@ void register_dist(nb::module_& m) {
   register_dist_errors(d);
   register_communicator(d);
   register_collectives(d);
+  register_point_to_point(d);
 }

@@ -29,6 +29,9 @@ launched with ``mpirun -n 4 python script.py`` (as root add
   back from a collective (and a warning), -1 from :func:`get_rank` and
   :func:`get_world_size`.
 - ``group`` may also be an mpi4py communicator (anything with ``py2f()``).
+- Point-to-point: :func:`send`, :func:`recv`, :func:`isend`, :func:`irecv`,
+  :class:`P2POp` with :func:`batch_isend_irecv`, and :func:`monitored_barrier`
+  (torch's semantics; messages never match a collective's; see ``_p2p.py``).
 - Errors: :class:`ValueError` (a local argument, e.g. a list of the wrong
   length), :class:`TypeError` (a dtype), :class:`MismatchError` (ranks
   disagree about split sizes, dtypes or shapes; raised on every rank),
@@ -81,6 +84,7 @@ from ._collectives import (
     reduce_scatter,
     reduce_scatter_tensor,
 )
+from ._p2p import P2POp, batch_isend_irecv, irecv, isend, monitored_barrier, recv, send
 from ._rooted import all_gather_object, broadcast_object_list, gather, gather_object, reduce, scatter
 
 __all__ = [
@@ -90,5 +94,5 @@ __all__ = [
     "get_process_group_ranks", "get_rank", "get_world_size", "group", "init_process_group", "is_available",
     "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available", "new_group", "reduce_scatter",
     "reduce_scatter_tensor", "gather", "scatter", "reduce", "all_gather_object", "broadcast_object_list",
-    "gather_object",
+    "gather_object", "P2POp", "batch_isend_irecv", "irecv", "isend", "monitored_barrier", "recv", "send",
 ]

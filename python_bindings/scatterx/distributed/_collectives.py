@@ -69,6 +69,12 @@ class Work:
             return False
         return True
 
+    def _source_rank(self) -> int:
+        """The Work of a receive (irecv): waits, then returns the sender's rank in the group (as torch's)."""
+        if not hasattr(self._work, "source_rank"):
+            raise ValueError("Work._source_rank: expected the Work of a receive (irecv), got another op's")
+        return self._work.source_rank()
+
     def result(self) -> List[Array]:
         """The collective's output arrays (after :meth:`wait`)."""
         return list(self._outputs)
