@@ -22,6 +22,12 @@ using detail::concat;
 
 int64_t bytes_of(const TensorView& t) { return t.numel() * t.element_size(); }
 
+bool mpi_finalized() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  return finalized != 0;
+}
+
 // Memory MPI may still write (a receive whose cancel came too late) or read
 // (an abandoned send) once its op gave up: kept until exit.
 void quarantine(std::shared_ptr<void> buffer) {
@@ -108,9 +114,10 @@ class Message final : public PendingMessage {
       : comm_(std::move(comm)), op_(op), p_(p), wire_(std::move(wire)) {}
 
   ~Message() override {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (request_ != MPI_REQUEST_NULL && finalized == 0) abandon();
+    if (request_ == MPI_REQUEST_NULL || mpi_finalized()) return;
+    int done = 0;
+    MPI_Test(&request_, &done, MPI_STATUS_IGNORE);
+    if (done == 0) abandon();
   }
 
   void post() {
@@ -127,6 +134,8 @@ class Message final : public PendingMessage {
   }
 
   bool test() override {
+    // (A Work dropped at exit, after MPI_Finalize.)
+    SCATTERX_CHECK(!mpi_finalized(), Error, op_, "MPI was finalized before the message completed");
     int done = 0;
     MPI_Status status;
     status.MPI_SOURCE = p_.peer;

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -313,45 +314,40 @@ void register_communicator(nb::module_& d) {
            "The Work of a receive: waits, then returns the sender's rank in the communicator.");
 }
 
+// The Work of a message, holding its array (read by a send, written by a receive).
+PyWork* message_work(dist::Work w, const InArray& a) { return new PyWork(std::move(w), {}, {a}, true); }
+PyWork* message_work(dist::Work w, const OutArray& a) { return new PyWork(std::move(w), {a}, {}, true); }
+
+// Binds dist's f(tensor, peer, comm, tag) as `name`: Array is InArray for
+// what is sent, OutArray for what is received; a Work comes back as a PyWork
+// holding the array.
+template <typename Array, typename R>
+void def_message(nb::module_& d, const char* name, R (*f)(const TensorView&, int, const dist::Communicator&, int),
+                 const char* peer, const char* doc) {
+  d.def(
+      name,
+      [name, f](const Array& tensor, int rank, const dist::Communicator& comm, int tag) {
+        const TensorView t = view_of(tensor, name, "tensor");
+        if constexpr (std::is_same_v<R, dist::Work>) {
+          return message_work(without_gil([&] { return f(t, rank, comm, tag); }), tensor);
+        } else {
+          return without_gil([&] { return f(t, rank, comm, tag); });
+        }
+      },
+      nb::arg("tensor"), nb::arg(peer), nb::arg("comm"), nb::arg("tag") = 0, nb::rv_policy::take_ownership, doc);
+}
+
 // send, recv, isend, irecv, batch_isend_irecv and monitored_barrier
 // (dist.h's point-to-point sections); ranks are the communicator's.
 void register_point_to_point(nb::module_& d) {
   using dist::Communicator;
   d.attr("ANY_SOURCE") = dist::kAnySource;
-  d.def(
-      "send",
-      [](const InArray& tensor, int dst, const Communicator& comm, int tag) {
-        const TensorView t = view_of(tensor, "send", "tensor");
-        without_gil([&] { dist::send(t, dst, comm, tag); });
-      },
-      nb::arg("tensor"), nb::arg("dst"), nb::arg("comm"), nb::arg("tag") = 0,
-      "Sends tensor to rank dst (not this rank); returns once it left.");
-  d.def(
-      "recv",
-      [](const OutArray& tensor, int src, const Communicator& comm, int tag) {
-        const TensorView t = view_of(tensor, "recv", "tensor");
-        return without_gil([&] { return dist::recv(t, src, comm, tag); });
-      },
-      nb::arg("tensor"), nb::arg("src"), nb::arg("comm"), nb::arg("tag") = 0,
-      "Receives into tensor from rank src (ANY_SOURCE: any rank); returns the sender.");
-  d.def(
-      "isend",
-      [](const InArray& tensor, int dst, const Communicator& comm, int tag) {
-        const TensorView t = view_of(tensor, "isend", "tensor");
-        dist::Work w = without_gil([&] { return dist::isend(t, dst, comm, tag); });
-        return new PyWork(std::move(w), {}, {tensor}, true);
-      },
-      nb::arg("tensor"), nb::arg("dst"), nb::arg("comm"), nb::arg("tag") = 0, nb::rv_policy::take_ownership,
-      "Posts the send of tensor to rank dst; returns its Work.");
-  d.def(
-      "irecv",
-      [](const OutArray& tensor, int src, const Communicator& comm, int tag) {
-        const TensorView t = view_of(tensor, "irecv", "tensor");
-        dist::Work w = without_gil([&] { return dist::irecv(t, src, comm, tag); });
-        return new PyWork(std::move(w), {tensor}, {}, true);
-      },
-      nb::arg("tensor"), nb::arg("src"), nb::arg("comm"), nb::arg("tag") = 0, nb::rv_policy::take_ownership,
-      "Posts the receive into tensor from rank src (ANY_SOURCE: any rank); returns its Work.");
+  def_message<InArray>(d, "send", dist::send, "dst", "Sends tensor to rank dst (not this rank); returns once it left.");
+  def_message<OutArray>(d, "recv", dist::recv, "src",
+                        "Receives into tensor from rank src (ANY_SOURCE: any rank); returns the sender.");
+  def_message<InArray>(d, "isend", dist::isend, "dst", "Posts the send of tensor to rank dst; returns its Work.");
+  def_message<OutArray>(d, "irecv", dist::irecv, "src",
+                        "Posts the receive into tensor from rank src (ANY_SOURCE: any rank); returns its Work.");
   d.def(
       "batch_isend_irecv",
       [](const std::vector<std::tuple<bool, nb::object, int, int>>& ops, const Communicator& comm) {
