@@ -90,5 +90,20 @@ TEST_F(LargeMessageTest, AllGatherIntoTensorBeyondOneGiB) {
   }
 }
 
+// A point-to-point message beyond 1 GiB is one MPI message (a derived
+// datatype), so an any-source receive takes all of it from one sender.
+TEST_F(LargeMessageTest, AnySourceReceiveBeyondOneGiB) {
+  SXD_REQUIRE_WS2();
+  if (rank() == 1) {
+    Tensor t = Tensor::empty({kBig}, DType::UInt8);
+    fill_pattern(t, rank());
+    dist::send(t, 0, comm(), 2);
+  } else if (rank() == 0) {
+    Tensor t = Tensor::zeros({kBig}, DType::UInt8);
+    EXPECT_EQ(dist::recv(t, dist::kAnySource, comm(), 2), 1);
+    EXPECT_EQ(first_mismatch(t, 1, 0), -1);
+  }
+}
+
 }  // namespace
 }  // namespace sxd
