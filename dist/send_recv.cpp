@@ -200,7 +200,7 @@ class Message final : public PendingMessage {
     quarantine(std::move(wire_.buffer));
   }
 
-  Communicator comm_;  // keeps the MPI communicator alive while the message is
+  Communicator comm_;  // keeps the MPI communicator alive while the message is posted
   const char* op_;
   P2POp p_;
   Wire wire_;
