@@ -95,7 +95,24 @@ void check_local(const TensorView& x, const TensorView& idx, const TensorView& w
   }
 }
 
+// The all-gathered records, [world][fields] flattened.
+std::vector<int64_t> gather_records(const std::vector<int64_t>& mine, const Communicator& comm) {
+  const auto fields = static_cast<int64_t>(mine.size());
+  std::vector<int64_t> every(static_cast<size_t>(comm.size() * fields));
+  all_gather_into_tensor(TensorView(every.data(), DType::Int64, {comm.size(), fields}),
+                         TensorView(const_cast<int64_t*>(mine.data()), DType::Int64, {fields}), comm);
+  return every;
+}
+
+constexpr int64_t kFields = 7;
+
 }  // namespace
+
+void agree_as_failed(const Communicator& comm) {
+  std::vector<int64_t> mine(kFields, -1);
+  mine[0] = 1;
+  gather_records(mine, comm);
+}
 
 void check_and_agree(const TensorView& x, const TensorView& topk_idx, const TensorView& topk_weights,
                      int64_t num_experts, const Communicator& comm, const MoeOptions& options) {
@@ -115,10 +132,8 @@ void check_and_agree(const TensorView& x, const TensorView& topk_idx, const Tens
                                      ok ? static_cast<int64_t>(x.dtype()) : -1,
                                      options.capacity_factor ? std::llround(*options.capacity_factor * 1e6) : -1,
                                      options.pad_to_multiple};
-  const auto fields = static_cast<int64_t>(mine.size());
-  std::vector<int64_t> every(static_cast<size_t>(world * fields));
-  all_gather_into_tensor(TensorView(every.data(), DType::Int64, {world, fields}),
-                         TensorView(const_cast<int64_t*>(mine.data()), DType::Int64, {fields}), comm);
+  const int64_t fields = kFields;
+  const std::vector<int64_t> every = gather_records(mine, comm);
   if (problem) std::rethrow_exception(problem);
   std::ostringstream failed;
   for (int r = 0; r < world; ++r)
@@ -145,8 +160,8 @@ SendPlan plan_sends(const TensorView& topk_idx, const TensorView& topk_weights, 
   // kept[t * k + s]: the pair is within its expert's capacity (token, then slot order).
   std::vector<char> kept(static_cast<size_t>(tokens * k), 1);
   if (options.capacity_factor) {
-    const auto capacity = static_cast<int64_t>(
-        std::ceil(*options.capacity_factor * static_cast<double>(tokens * k) / static_cast<double>(num_experts)));
+    const auto capacity = static_cast<int64_t>(std::ceil(*options.capacity_factor * static_cast<double>(tokens) *
+                                                         static_cast<double>(k) / static_cast<double>(num_experts)));
     std::vector<int64_t> taken(static_cast<size_t>(num_experts), 0);
     for (int64_t t = 0; t < tokens; ++t)
       for (int64_t s = 0; s < k; ++s) kept[t * k + s] = taken[index_at(topk_idx, t, s)]++ < capacity;

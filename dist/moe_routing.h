@@ -17,6 +17,11 @@ namespace scatterx::dist::moe_detail {
 void check_and_agree(const TensorView& x, const TensorView& topk_idx, const TensorView& topk_weights,
                      int64_t num_experts, const Communicator& comm, const MoeOptions& options);
 
+// For a front end (the Python bindings) whose own checks failed before it
+// could call moe_dispatch: takes part in check_and_agree's exchange as a
+// failed rank, so that the peers raise MismatchError; returns normally.
+void agree_as_failed(const Communicator& comm);
+
 // The rows a rank sends: one per (destination rank, token) with at least one
 // kept pair there, ordered by rank, then token. meta [P, 2k] int64 carries,
 // per row, the k local expert ids on the destination (-1: none) and the k
