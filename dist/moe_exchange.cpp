@@ -11,13 +11,50 @@
 #include "ops/gather/gather.h"
 #include "ops/gather_scatter/gather_dot.h"
 #include "ops/gather_scatter/gather_scatter.h"
+#include "ops/gather_scatter/gather_scatter_args.h"
+#include "ops/runtime/memory.h"
 
 namespace scatterx::dist {
 namespace {
 
+// A [rows, cols] intermediate over a block of the scratch cache: fresh pages
+// for each call's send and receive buffers would be zero-filled by the kernel
+// first, one more pass over the rows.
+Tensor scratch_rows(int64_t rows, int64_t cols, DType dtype) {
+  const auto bytes = static_cast<size_t>(rows * cols * element_size(dtype));
+  const auto [block, capacity] = detail::scratch_acquire(bytes);
+  return Tensor::adopt(TensorView(block, dtype, {rows, cols}),
+                       std::shared_ptr<void>(block, [c = capacity](void* p) { detail::scratch_release(p, c); }));
+}
+
+// The experts' rows folded into their received rows, weighted (or not: weight
+// null), into a scratch block: gather_scatter's kernel called directly, as its
+// front end would after its checks, because the front end returns a fresh
+// tensor (zero-filled by the kernel page by page, one more pass). The indices
+// are the handle's own, so they need no check; every received row has at
+// least one pair, so the kernel groups the destinations itself.
+Tensor fold_to_received(const TensorView& rows, const TensorView* weight, const MoeHandle& h) {
+  const int64_t pairs = h.expert_row.numel();
+  if (!rows.is_contiguous() || pairs == 0 || h.hidden == 0)
+    return gather_scatter(rows, h.expert_row, h.received_row, Reduce::Sum, weight, h.received);
+  Tensor out = scratch_rows(h.received, h.hidden, rows.dtype());
+  detail::GatherScatterArgs a;
+  a.op = "moe";
+  a.x = rows;
+  a.src_index = h.expert_row;
+  a.dst_index = h.received_row;
+  if (weight != nullptr) a.weight = *weight;
+  a.out = out;
+  a.edges = pairs;
+  a.features = h.hidden;
+  a.num_out = h.received;
+  detail::gather_scatter_cpu(a);
+  return out;
+}
+
 // rows [n, H] to the ranks that sent the tokens: the transpose of dispatch's row exchange.
 Tensor send_back(const TensorView& rows, const MoeHandle& h) {
-  Tensor back = Tensor::empty({h.sent_token.numel(), rows.size(1)}, rows.dtype());
+  Tensor back = scratch_rows(h.sent_token.numel(), rows.size(1), rows.dtype());
   all_to_all_single(back, rows, h.send_splits, h.recv_splits, h.comm);
   return back;
 }
@@ -56,8 +93,10 @@ MoeDispatch moe_dispatch(const TensorView& x, const TensorView& topk_idx, const 
   AllToAllVResult meta = all_to_all_v(plan.meta, plan.send_splits, comm);
   h->recv_splits = meta.recv_splits;
   h->received = meta.output.size(0);
-  Tensor received = Tensor::empty({h->received, h->hidden}, x.dtype());
-  all_to_all_single(received, index_select(x, 0, plan.sent_token), h->recv_splits, h->send_splits, comm);
+  Tensor sent = scratch_rows(plan.sent_token.numel(), h->hidden, x.dtype());
+  index_select_out(sent, x, 0, plan.sent_token);
+  Tensor received = scratch_rows(h->received, h->hidden, x.dtype());
+  all_to_all_single(received, sent, h->recv_splits, h->send_splits, comm);
 
   moe_detail::plan_groups(meta.output, num_experts / world, options.pad_to_multiple, *h);
   MoeDispatch out;
@@ -90,13 +129,13 @@ Tensor moe_combine(const TensorView& expert_out, const MoeHandle& h) {
   check_rows("moe.combine", "expert_out", expert_out, h, h.rows);
   // On the experts' rank each received token's weighted outputs folded into one
   // row; back on the token's rank its rows from the ranks folded into y.
-  Tensor partial = gather_scatter(expert_out, h.expert_row, h.received_row, Reduce::Sum, &h.weight, h.received);
+  Tensor partial = fold_to_received(expert_out, &h.weight, h);
   return fold_by_token(send_back(partial, h), h);
 }
 
 Tensor moe_dispatch_backward(const TensorView& grad_recv_x, const MoeHandle& h) {
   check_rows("moe.dispatch_backward", "grad_recv_x", grad_recv_x, h, h.rows);
-  Tensor folded = gather_scatter(grad_recv_x, h.expert_row, h.received_row, Reduce::Sum, nullptr, h.received);
+  Tensor folded = fold_to_received(grad_recv_x, nullptr, h);
   return fold_by_token(send_back(folded, h), h);
 }
 
@@ -105,8 +144,10 @@ MoeCombineGrads moe_combine_backward(const TensorView& grad_y, const TensorView&
   check_rows(op, "grad_y", grad_y, h, h.tokens);
   check_rows(op, "expert_out", expert_out, h, h.rows);
   // grad_y's rows to the experts' ranks, as dispatch sent x's.
-  Tensor grad_received = Tensor::empty({h.received, h.hidden}, h.dtype);
-  all_to_all_single(grad_received, index_select(grad_y, 0, h.sent_token), h.recv_splits, h.send_splits, h.comm);
+  Tensor sent = scratch_rows(h.sent_token.numel(), h.hidden, h.dtype);
+  index_select_out(sent, grad_y, 0, h.sent_token);
+  Tensor grad_received = scratch_rows(h.received, h.hidden, h.dtype);
+  all_to_all_single(grad_received, sent, h.recv_splits, h.send_splits, h.comm);
   MoeCombineGrads out;
   out.grad_expert_out = gather_scatter(grad_received, h.received_row, h.expert_row, Reduce::Sum, &h.weight, h.rows);
   // d y / d weight of a pair: the dot of its token's gradient and its expert's
