@@ -18,8 +18,8 @@ It sends a token once per (token, expert) pair; scatterx once per (token, destin
 Both outputs are compared (bfloat16 tolerance) before timing. Timing: a barrier, then the call; a
 repetition's time is the slowest rank's; the sides alternate for --reps repetitions after a warm-up;
 medians. Bytes: rows each side sends to other ranks (its own rank's rows stay home), per rank, summed over
-ranks, beside the minimum (one copy per token and destination rank); scatterx's metadata (k weights as
-extra columns, k int64 expert ids per row) is counted separately.
+ranks, beside the minimum (one copy per token and destination rank); scatterx's metadata (k int64 local
+expert ids and k float64 weights per row, one small message) is counted separately.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def main() -> int:
     if rank == 0:
         row_bytes = args.hidden * 2
         t_sx, t_t = statistics.median(times["scatterx"]), statistics.median(times["torch"])
-        meta = args.topk * 2 + args.topk * 8
+        meta = args.topk * 16
         print(f"moe dispatch+combine, {world} ranks, {args.tokens} tokens x {args.hidden} bf16 per rank, "
               f"{args.experts} experts, top-{args.topk}, skewed routing; {args.reps} reps, medians of the slowest "
               f"rank; torch {torch.__version__} gloo")

@@ -249,3 +249,27 @@ def test_argument_errors_name_the_argument():
     with pytest.raises(ValueError, match="moe.combine: expected expert_out of recv_x's shape"):
         moe.combine(recv_x[:, :2], handle)
     moe.combine(recv_x, handle)  # the handle is still usable: every rank completes the pair
+
+
+def test_strided_inputs_and_int32_ids_match_the_contiguous_call():
+    """The C++ path reads x, topk_idx and topk_weights through their strides (no copies): a transposed x,
+    int32 ids and a strided weights tensor give the same bits, and the same gradients, as contiguous
+    int64 inputs."""
+    torch = _torch()
+    from scatterx.distributed import moe
+
+    experts = 2 * WS
+    x, idx, w = routing(RANK, 7, 2, experts, "hot")
+    results = []
+    for strided in (False, True):
+        xs = x.t().contiguous().t() if strided else x.clone()
+        ws = torch.stack([w, w], 2)[:, :, 0] if strided else w.clone()
+        ids = idx.to(torch.int32) if strided else idx
+        xs.requires_grad_()
+        ws.requires_grad_()
+        recv_x, _, handle = moe.dispatch(xs, ids, ws, experts, pad_to_multiple=3)
+        y = moe.combine(recv_x * 2, handle)
+        (y * loss_weights(RANK, y.shape[0])).sum().backward()
+        results.append([recv_x.detach(), y.detach(), xs.grad, ws.grad])
+    for a, b in zip(*results):
+        assert torch.equal(a, b)
