@@ -80,17 +80,26 @@ Reduce local_reduce(ReduceOp op) {
       return Reduce::Amax;
     case ReduceOp::Avg:
       return Reduce::Mean;
+    case ReduceOp::BAnd:
+      return Reduce::BitAnd;
+    case ReduceOp::BOr:
+      return Reduce::BitOr;
+    case ReduceOp::BXor:
+      return Reduce::BitXor;
   }
   return Reduce::Sum;
 }
 
 void check_reduce_op(const char* op, ReduceOp r, DType dtype) {
-  const bool valid = static_cast<int>(r) <= static_cast<int>(ReduceOp::Avg);
-  SCATTERX_CHECK(valid, ArgumentError, op, "op expected one of sum, product, min, max, avg, got code ",
+  const bool valid = static_cast<int>(r) <= static_cast<int>(ReduceOp::BXor);
+  SCATTERX_CHECK(valid, ArgumentError, op, "op expected one of sum, product, min, max, avg, band, bor, bxor, got code ",
                  static_cast<int>(r));
+  const bool bitwise = is_bitwise_fold(local_reduce(r));
   SCATTERX_CHECK(reduce_supported(local_reduce(r), dtype), DTypeError, op, "op ", reduce_op_name(r),
                  " is not supported for dtype ", dtype_name(dtype),
-                 is_complex(dtype) ? " (complex numbers have no order: use sum, product or avg)" : "");
+                 bitwise             ? " (bitwise reductions take integers and bool)"
+                 : is_complex(dtype) ? " (complex numbers have no order: use sum, product or avg)"
+                                     : "");
 }
 
 void check_ws_blocks(const char* op, const char* big_name, const TensorView& big, const char* block_name,

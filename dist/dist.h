@@ -17,6 +17,9 @@
 //   propagate NaN (as torch's amax/amin); avg is sum / world size (integer
 //   dtypes round as scatter_reduce's mean does); complex dtypes support sum,
 //   prod and avg only; bool supports sum (logical or), prod (and), min, max.
+//   band, bor and bxor (bitwise and, or, xor) take integers and bool only.
+//   torch's PREMUL_SUM is the Python layer's (scatterx.distributed): a
+//   C++ caller scales its input and sums.
 // - Errors:
 //     ArgumentError / DTypeError   a local argument is wrong; raised before
 //                                  any data moves;
@@ -70,7 +73,10 @@ class TimeoutError : public Error {
   _(Prod, "product")                       \
   _(Min, "min")                            \
   _(Max, "max")                            \
-  _(Avg, "avg")
+  _(Avg, "avg")                            \
+  _(BAnd, "band")                          \
+  _(BOr, "bor")                            \
+  _(BXor, "bxor")
 
 enum class ReduceOp : uint8_t {
 #define SCATTERX_DIST_REDUCE_ENUM(name, str) name,

@@ -190,6 +190,35 @@ struct ReduceOp<Reduce::Amin, A> {
   }
 };
 
+// The bitwise folds (integers and bool only; see ops/reduce.h). Integer
+// accumulators are the storage type, so no widening changes the bits.
+template <typename A>
+struct ReduceOp<Reduce::BitAnd, A> {
+  static SCATTERX_INLINE A identity() {
+    if constexpr (std::is_same_v<A, bool>) {
+      return true;
+    } else {
+      return static_cast<A>(~A(0));
+    }
+  }
+  static SCATTERX_INLINE A combine(A acc, A value) { return static_cast<A>(acc & value); }
+  static SCATTERX_INLINE A finalize(A acc, int64_t) { return acc; }
+};
+
+template <typename A>
+struct ReduceOp<Reduce::BitOr, A> {
+  static SCATTERX_INLINE A identity() { return A(0); }
+  static SCATTERX_INLINE A combine(A acc, A value) { return static_cast<A>(acc | value); }
+  static SCATTERX_INLINE A finalize(A acc, int64_t) { return acc; }
+};
+
+template <typename A>
+struct ReduceOp<Reduce::BitXor, A> {
+  static SCATTERX_INLINE A identity() { return A(0); }
+  static SCATTERX_INLINE A combine(A acc, A value) { return static_cast<A>(acc ^ value); }
+  static SCATTERX_INLINE A finalize(A acc, int64_t) { return acc; }
+};
+
 // Whether finalize does anything: lets kernels skip counting hits.
 template <Reduce R>
 constexpr bool kNeedsCount = R == Reduce::Mean;

@@ -93,6 +93,10 @@ A identity(Reduce reduce) {
       } else {
         return reduce == Reduce::Amax ? std::numeric_limits<A>::min() : std::numeric_limits<A>::max();
       }
+    case Reduce::BitAnd:
+    case Reduce::BitOr:
+    case Reduce::BitXor:
+      break;  // not scatter reduces: tests/combine_test.cpp checks them against the operators
   }
   throw std::logic_error("reference: unknown reduce");
 }
@@ -119,6 +123,10 @@ A combine(Reduce reduce, A acc, A value) {
         if (reduce == Reduce::Amax) return value > acc ? value : acc;
         return value < acc ? value : acc;
       }
+    case Reduce::BitAnd:
+    case Reduce::BitOr:
+    case Reduce::BitXor:
+      break;  // not scatter reduces (see identity above)
   }
   throw std::logic_error("reference: unknown reduce");
 }

@@ -35,6 +35,7 @@ std::string reduce_label(Reduce reduce) {
   case Reduce::name:                \
     return #name;
     SCATTERX_FORALL_REDUCES(SXT_REDUCE_LABEL)
+    SCATTERX_FORALL_BITWISE_FOLDS(SXT_REDUCE_LABEL)
 #undef SXT_REDUCE_LABEL
   }
   return "Unknown";

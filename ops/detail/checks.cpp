@@ -52,6 +52,9 @@ void check_same_dtype(const char* op, const char* name, const TensorView& tensor
 }
 
 void check_reduce_supported(const char* op, Reduce reduce, DType dtype) {
+  SCATTERX_CHECK(!is_bitwise_fold(reduce), ArgumentError, op,
+                 "reduce expected one of sum, prod, mean, amax, amin, got '", reduce_name(reduce),
+                 "' (a fold of the distributed layer only)");
   SCATTERX_CHECK(reduce_supported(reduce, dtype), DTypeError, op, "reduce '", reduce_name(reduce),
                  "' is not supported for ", dtype_name(dtype), " tensors",
                  is_complex(dtype) ? " (complex numbers have no order; use sum, prod or mean)"

@@ -180,11 +180,22 @@ V reduce_input(ReduceOp op, DType dtype, int rank, int64_t i) {
       }
       return {base - 5, kind == Kind::Complex ? 1.0 : 0.0};
     }
+    case ReduceOp::BAnd:
+    case ReduceOp::BOr:
+    case ReduceOp::BXor: {
+      if (kind == Kind::Bool) return {static_cast<double>((i + 2 * rank) % 3 != 0), 0};
+      // every bit pattern of a byte, sign bit included, differing per rank
+      const int64_t byte = (rank * 37 + i * 11 + (i >> 8)) % 256;
+      return {static_cast<double>(kind == Kind::Signed ? byte - 128 : byte), 0};
+    }
   }
   return {};
 }
 
 bool reduce_supported(ReduceOp op, DType dtype) {
+  if (op == ReduceOp::BAnd || op == ReduceOp::BOr || op == ReduceOp::BXor) {
+    return kind_of(dtype) == Kind::Signed || kind_of(dtype) == Kind::Unsigned || kind_of(dtype) == Kind::Bool;
+  }
   if (scatterx::is_complex(dtype)) return op != ReduceOp::Min && op != ReduceOp::Max;
   if (dtype == DType::Bool) return op != ReduceOp::Avg;
   return true;
@@ -208,6 +219,16 @@ V reduce_expected(ReduceOp op, DType dtype, const std::vector<int>& ranks, int64
         break;
       case ReduceOp::Max:
         acc.re = (std::isnan(acc.re) || std::isnan(v.re)) ? std::nan("") : std::max(acc.re, v.re);
+        break;
+      // on the sign-extended bits, which truncate to the narrow type's
+      case ReduceOp::BAnd:
+        acc.re = static_cast<double>(static_cast<int64_t>(acc.re) & static_cast<int64_t>(v.re));
+        break;
+      case ReduceOp::BOr:
+        acc.re = static_cast<double>(static_cast<int64_t>(acc.re) | static_cast<int64_t>(v.re));
+        break;
+      case ReduceOp::BXor:
+        acc.re = static_cast<double>(static_cast<int64_t>(acc.re) ^ static_cast<int64_t>(v.re));
         break;
     }
   }
@@ -236,7 +257,8 @@ std::vector<int> iota_ranks(int n) {
 }
 
 const std::vector<ReduceOp>& all_reduce_ops() {
-  static const std::vector<ReduceOp> ops = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max, ReduceOp::Avg};
+  static const std::vector<ReduceOp> ops = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max,
+                                            ReduceOp::Avg, ReduceOp::BAnd, ReduceOp::BOr, ReduceOp::BXor};
   return ops;
 }
 
@@ -252,6 +274,12 @@ std::string op_label(ReduceOp op) {
       return "Max";
     case ReduceOp::Avg:
       return "Avg";
+    case ReduceOp::BAnd:
+      return "BAnd";
+    case ReduceOp::BOr:
+      return "BOr";
+    case ReduceOp::BXor:
+      return "BXor";
   }
   return "Unknown";
 }
