@@ -23,12 +23,16 @@ else:
     RANK, WS = dist.get_rank(), dist.get_world_size()
 
 NP_DTYPES = [np.float32, np.float64, np.int64, np.complex128, np.bool_]
-OPS = ["SUM", "PRODUCT", "MIN", "MAX", "AVG"]
+ARITHMETIC_OPS = ["SUM", "PRODUCT", "MIN", "MAX", "AVG"]
+BITWISE_OPS = ["BAND", "BOR", "BXOR"]
+OPS = ARITHMETIC_OPS + BITWISE_OPS  # PREMUL_SUM, which carries a factor: test_reduce_ops.py
 ASYNC = [pytest.param(False, id="sync"), pytest.param(True, id="async")]
 
 
 def supported(dtype, op):
     dtype = np.dtype(dtype)
+    if op in BITWISE_OPS:
+        return dtype.kind in "iub"
     if dtype.kind == "c":
         return op in ("SUM", "PRODUCT", "AVG")
     if dtype.kind == "b":
@@ -46,7 +50,9 @@ def values(q, shape, dtype, op="SUM", salt=0):
     n = int(np.prod(shape, dtype=np.int64))
     k = np.arange(n, dtype=np.int64).reshape(shape) + salt
     if dtype.kind == "b":
-        return ((k + q) % 3 != 0) if op in ("PRODUCT", "MIN") else ((k * (q + 1)) % 4 == 1)
+        return ((k + q) % 3 != 0) if op in ("PRODUCT", "MIN", "BAND") else ((k * (q + 1)) % 4 == 1)
+    if op in BITWISE_OPS:  # every bit of a byte, the sign bit included, differing per rank
+        return ((k * 37 + q * 101 + 3) % 256 - 128).astype(dtype)
     if op == "PRODUCT":
         v = (k + q) % 3 + 1
     else:
@@ -59,6 +65,8 @@ def values(q, shape, dtype, op="SUM", salt=0):
 def reduce_ref(arrays, op, dtype):
     dtype = np.dtype(dtype)
     st = np.stack(arrays)
+    if op in BITWISE_OPS:
+        return {"BAND": np.bitwise_and, "BOR": np.bitwise_or, "BXOR": np.bitwise_xor}[op].reduce(st, 0)
     if dtype.kind == "b":
         return {"SUM": st.any(0), "MAX": st.any(0), "PRODUCT": st.all(0), "MIN": st.all(0)}[op]
     if op == "SUM":
@@ -127,13 +135,15 @@ def test_init_twice_is_an_error():
 
 
 def test_reduce_op_names():
-    assert {op.name for op in dist.ReduceOp} == set(OPS)
+    assert {op.name for op in dist.ReduceOp} == set(OPS) | {"PREMUL_SUM"}
     assert dist.ReduceOp.SUM is dist.ReduceOp["SUM"]
     x = np.array([RANK + 1], np.int64)
     dist.all_reduce(x, op="sum")  # strings are accepted too
     assert x[0] == WS * (WS + 1) // 2
-    with pytest.raises(ValueError, match="op"):
-        dist.all_reduce(x, op="bxor")
+    dist.all_reduce(x, op="bxor")
+    assert x[0] == (WS * (WS + 1) // 2 if WS % 2 else 0)
+    with pytest.raises(ValueError, match="all_reduce: expected op to be one of ReduceOp.SUM"):
+        dist.all_reduce(x, op="nand")
 
 
 def test_exception_types():
@@ -687,7 +697,7 @@ def t_reduce_ref(torch, tensors, op, dtype):
 
 
 @pytest.mark.parametrize("async_op", ASYNC)
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", ARITHMETIC_OPS)
 @pytest.mark.parametrize("dtype", TORCH_DTYPES)
 def test_torch_all_reduce(torch, dtype, op, async_op):
     x = t_values(torch, RANK, (4, 3), dtype, op)

@@ -32,6 +32,10 @@ launched with ``mpirun -n 4 python script.py`` (as root add
 - Point-to-point: :func:`send`, :func:`recv`, :func:`isend`, :func:`irecv`,
   :class:`P2POp` with :func:`batch_isend_irecv`, and :func:`monitored_barrier`
   (torch's semantics; messages never match a collective's; see ``_p2p.py``).
+- Reductions: :class:`ReduceOp` SUM, PRODUCT, MIN, MAX, AVG, and torch's
+  bitwise BAND, BOR, BXOR (integers, bool) and PREMUL_SUM, whose factor
+  comes from ``_make_nccl_premul_sum(factor)`` as in torch (floating and
+  complex dtypes; the operations taking it run synchronously).
 - Errors: :class:`ValueError` (a local argument, e.g. a list of the wrong
   length), :class:`TypeError` (a dtype), :class:`MismatchError` (ranks
   disagree about split sizes, dtypes or shapes; raised on every rank),
@@ -55,6 +59,7 @@ from ._groups import (
     Options,
     ProcessGroup,
     ReduceOp,
+    _make_nccl_premul_sum,
     destroy_process_group,
     get_backend,
     get_global_rank,
@@ -89,6 +94,7 @@ from ._rooted import all_gather_object, broadcast_object_list, gather, gather_ob
 
 __all__ = [
     "Backend", "DistError", "DistTimeoutError", "GroupMember", "MismatchError", "Options", "ProcessGroup", "ReduceOp", "Work",
+    "_make_nccl_premul_sum",
     "all_gather", "all_gather_into_tensor", "all_reduce", "all_to_all", "all_to_all_single", "all_to_all_v",
     "barrier", "broadcast", "destroy_process_group", "get_backend", "get_global_rank", "get_group_rank",
     "get_process_group_ranks", "get_rank", "get_world_size", "group", "init_process_group", "is_available",

@@ -23,6 +23,7 @@ from ._groups import (
     GroupLike,
     ReduceOp,
     _dist,
+    _premul_factor,
     _reduce_op,
     _resolve,
     _seconds,
@@ -78,6 +79,33 @@ class Work:
     def result(self) -> List[Array]:
         """The collective's output arrays (after :meth:`wait`)."""
         return list(self._outputs)
+
+
+class _Done:
+    def wait(self) -> bool:
+        return True
+
+    def is_completed(self) -> bool:
+        return True
+
+
+def _finished(async_op: bool, outputs=()) -> Optional[Work]:
+    """What an operation that ran synchronously returns: None, or with ``async_op`` a completed Work."""
+    return Work(_Done(), outputs) if async_op else None
+
+
+def _copy_into(dst: Array, src: Array) -> None:
+    if _is_torch(dst):
+        dst.copy_(src.reshape(dst.shape))
+    else:
+        dst[...] = src.reshape(dst.shape)
+
+
+def _scaled(x: Array, factor: float) -> Array:
+    """A new array: x * factor in x's dtype (PREMUL_SUM's input)."""
+    if _is_torch(x):
+        return x.mul(factor)
+    return (x * factor).astype(x.dtype, copy=False)
 
 
 def _list(xs: Any, op: str, name: str, convert: Callable[[Any, str, str], Array]) -> List[Array]:
@@ -156,6 +184,12 @@ def all_reduce(tensor: Array, op: Any = ReduceOp.SUM, group: GroupLike = None,
     call = _Call("all_reduce", group)
     if call.comm is None:
         return None
+    factor = _premul_factor(op, call.op, [tensor])
+    if factor is not None:  # a scaled copy, summed: the caller's tensor is untouched if the sum raises
+        total = _scaled(call.output(tensor, "tensor"), factor)
+        call.run((total, _dist.ReduceOp.Sum), (), False)
+        _copy_into(tensor, total)
+        return _finished(async_op, [tensor])
     return call.run((call.output(tensor, "tensor"), call.reduce_op(op)), [tensor], async_op)
 
 
@@ -203,6 +237,11 @@ def reduce_scatter(output: Array, input_list: List[Array], op: Any = ReduceOp.SU
     call = _Call("reduce_scatter", group)
     if call.comm is None:
         return None
+    factor = _premul_factor(op, call.op, input_list)
+    if factor is not None:
+        scaled = [_scaled(x, factor) for x in call.inputs(input_list, "input_list")]
+        call.run((call.output(output, "output"), scaled, _dist.ReduceOp.Sum), (), False)
+        return _finished(async_op, [output])
     args = (call.output(output, "output"), call.inputs(input_list, "input_list"), call.reduce_op(op))
     return call.run(args, [output], async_op)
 
@@ -213,6 +252,11 @@ def reduce_scatter_tensor(output: Array, input: Array, op: Any = ReduceOp.SUM, g
     call = _Call("reduce_scatter_tensor", group)
     if call.comm is None:
         return None
+    factor = _premul_factor(op, call.op, [input])
+    if factor is not None:
+        scaled = _scaled(call.input(input, "input"), factor)
+        call.run((call.output(output, "output"), scaled, _dist.ReduceOp.Sum), (), False)
+        return _finished(async_op, [output])
     args = (call.output(output, "output"), call.input(input, "input"), call.reduce_op(op))
     return call.run(args, [output], async_op)
 

@@ -36,12 +36,16 @@ DistTimeoutError = _dist.DistTimeoutError
 
 
 class ReduceOp(enum.Enum):
-    """The reductions, as torch.distributed.ReduceOp: ``ReduceOp.SUM``, ``PRODUCT``, ``MIN``, ``MAX``, ``AVG``.
+    """The reductions, as torch.distributed.ReduceOp: ``SUM``, ``PRODUCT``, ``MIN``, ``MAX``, ``AVG``,
+    ``BAND``, ``BOR``, ``BXOR`` and ``PREMUL_SUM``.
 
     MIN/MAX propagate NaN; AVG is the sum divided by the group size (integer
     dtypes round as scatter_reduce's mean); complex supports SUM, PRODUCT
-    and AVG; bool supports SUM (or), PRODUCT (and), MIN and MAX. torch's
-    bitwise BAND/BOR/BXOR and PREMUL_SUM are not provided.
+    and AVG; bool supports SUM (or), PRODUCT (and), MIN and MAX. BAND, BOR
+    and BXOR (bitwise and, or, xor) take integer and bool dtypes.
+    PREMUL_SUM comes with its factor from :func:`_make_nccl_premul_sum`:
+    each rank's input times that rank's factor, summed (floating and
+    complex dtypes; the bare member raises).
     """
 
     SUM = "sum"
@@ -49,15 +53,70 @@ class ReduceOp(enum.Enum):
     MIN = "min"
     MAX = "max"
     AVG = "avg"
+    BAND = "band"
+    BOR = "bor"
+    BXOR = "bxor"
+    PREMUL_SUM = "premul_sum"
 
     def __repr__(self) -> str:
         return f"<ReduceOp.{self.name}>"
 
 
+class _PremulSum:
+    """ReduceOp.PREMUL_SUM with its factor, as torch's ``_make_nccl_premul_sum`` returns it."""
+
+    __slots__ = ("factor",)
+
+    def __init__(self, factor: float) -> None:
+        self.factor = factor
+
+    def __eq__(self, other: Any) -> bool:  # as torch's: equal to the bare member, whatever the factor
+        return other is ReduceOp.PREMUL_SUM or isinstance(other, _PremulSum)
+
+    def __hash__(self) -> int:
+        return hash(ReduceOp.PREMUL_SUM)
+
+    def __repr__(self) -> str:
+        return f"<ReduceOp.PREMUL_SUM factor={self.factor!r}>"
+
+
+def _make_nccl_premul_sum(factor: Any) -> _PremulSum:
+    """ReduceOp.PREMUL_SUM carrying ``factor`` (a real number, or a one-element tensor or array): the
+    reductions that take it (all_reduce, reduce, reduce_scatter, reduce_scatter_tensor) multiply this
+    rank's input by ``factor``, then sum over the ranks. Each rank passes its own factor, as with NCCL."""
+    try:
+        if isinstance(factor, complex) or getattr(getattr(factor, "dtype", None), "kind", "") == "c":
+            raise TypeError
+        if hasattr(factor, "is_complex") and factor.is_complex():
+            raise TypeError
+        value = float(factor.item() if hasattr(factor, "item") else factor)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"_make_nccl_premul_sum: expected factor to be a real number or a one-element tensor, "
+                        f"got {factor!r}") from None
+    return _PremulSum(value)
+
+
+def _premul_factor(op: Any, name: str, arrays: Sequence[Any]) -> Optional[float]:
+    """PREMUL_SUM's factor when ``op`` is one (after checking ``arrays`` are floating or complex), else None."""
+    if op is ReduceOp.PREMUL_SUM or (isinstance(op, str) and op.upper() == "PREMUL_SUM"):
+        raise ValueError(f"{name}: expected ReduceOp.PREMUL_SUM with its factor, from _make_nccl_premul_sum(factor), "
+                         "got the bare member")
+    if not isinstance(op, _PremulSum):
+        return None
+    for x in arrays:
+        dtype = x.dtype
+        floating = (dtype.is_floating_point or dtype.is_complex) if hasattr(dtype, "is_floating_point") \
+            else np.dtype(dtype).kind in "fc"
+        if not floating:
+            raise TypeError(f"{name}: ReduceOp.PREMUL_SUM expected a floating or complex dtype, got {dtype}")
+    return op.factor
+
+
 # ReduceOp -> the compiled enum, matched by torch's spelling over the compiled list (dist/dist.h's
-# SCATTERX_FORALL_DIST_REDUCE_OPS): a reduction only one side has fails here, at import.
+# SCATTERX_FORALL_DIST_REDUCE_OPS): a reduction only one side has fails here, at import. PREMUL_SUM is
+# this layer's: a scaled copy of the input, summed.
 _REDUCE_OPS = {ReduceOp(_dist.reduce_op_name(op)): op for op in _dist.ReduceOp}
-assert set(_REDUCE_OPS) == set(ReduceOp), "ReduceOp lists a reduction that dist/dist.h does not"
+assert set(_REDUCE_OPS) == set(ReduceOp) - {ReduceOp.PREMUL_SUM}, "ReduceOp and dist/dist.h list different reductions"
 
 
 def _reduce_op(op: Any, name: str) -> Any:
@@ -65,6 +124,10 @@ def _reduce_op(op: Any, name: str) -> Any:
         return op
     if isinstance(op, str):  # also "sum", "prod", ...
         op = ReduceOp.__members__.get({"PROD": "PRODUCT"}.get(op.upper(), op.upper()), op)
+    if op is ReduceOp.PREMUL_SUM or isinstance(op, _PremulSum):
+        raise ValueError(f"{name}: expected op to be a reduction without a factor (PREMUL_SUM is taken by "
+                         "all_reduce, reduce, reduce_scatter and reduce_scatter_tensor; here scale the input and "
+                         f"use SUM), got {op!r}")
     if isinstance(op, ReduceOp):
         return _REDUCE_OPS[op]
     raise ValueError(f"{name}: expected op to be one of ReduceOp.{', '.join(ReduceOp.__members__)}, got {op!r}")

@@ -21,20 +21,8 @@ from typing import Any, List, Optional
 import numpy as np
 
 from .._ops import _is_torch
-from ._collectives import Work, _Call, all_gather_into_tensor, all_reduce, broadcast
+from ._collectives import Work, _Call, _copy_into, _finished, all_gather_into_tensor, all_reduce, broadcast
 from ._groups import Array, GroupLike, ReduceOp, _dist, _resolve
-
-
-class _Done:
-    def wait(self) -> bool:
-        return True
-
-    def is_completed(self) -> bool:
-        return True
-
-
-def _finished(async_op: bool, outputs=()) -> Optional[Work]:
-    return Work(_Done(), outputs) if async_op else None
 
 
 def _root(call: _Call, rank: Optional[int], group_rank: Optional[int], name: str) -> int:
@@ -62,13 +50,6 @@ def _rows(x: Array, rows: int, n: int) -> Array:
 
 def _flat(x: Array) -> Array:
     return x.reshape(1, -1)
-
-
-def _copy_into(dst: Array, src: Array) -> None:
-    if _is_torch(dst):
-        dst.copy_(src.reshape(dst.shape))
-    else:
-        dst[...] = src.reshape(dst.shape)
 
 
 def _exchange(call: _Call, send: Array, out: Array, send_splits: List[int], recv_splits: List[int],
