@@ -11,7 +11,6 @@
 #include "ops/gather/gather.h"
 #include "ops/gather_scatter/gather_dot.h"
 #include "ops/gather_scatter/gather_scatter.h"
-#include "ops/gather_scatter/gather_scatter_args.h"
 #include "ops/runtime/memory.h"
 
 namespace scatterx::dist {
@@ -28,27 +27,11 @@ Tensor scratch_rows(int64_t rows, int64_t cols, DType dtype) {
 }
 
 // The experts' rows folded into their received rows, weighted (or not: weight
-// null), into a scratch block: gather_scatter's kernel called directly, as its
-// front end would after its checks, because the front end returns a fresh
-// tensor (zero-filled by the kernel page by page, one more pass). The indices
-// are the handle's own, so they need no check; every received row has at
-// least one pair, so the kernel groups the destinations itself.
+// null), into a scratch block: gather_scatter's front end returns a fresh
+// tensor, which the kernel would zero-fill page by page, one more pass.
 Tensor fold_to_received(const TensorView& rows, const TensorView* weight, const MoeHandle& h) {
-  const int64_t pairs = h.expert_row.numel();
-  if (!rows.is_contiguous() || pairs == 0 || h.hidden == 0)
-    return gather_scatter(rows, h.expert_row, h.received_row, Reduce::Sum, weight, h.received);
   Tensor out = scratch_rows(h.received, h.hidden, rows.dtype());
-  detail::GatherScatterArgs a;
-  a.op = "moe";
-  a.x = rows;
-  a.src_index = h.expert_row;
-  a.dst_index = h.received_row;
-  if (weight != nullptr) a.weight = *weight;
-  a.out = out;
-  a.edges = pairs;
-  a.features = h.hidden;
-  a.num_out = h.received;
-  detail::gather_scatter_cpu(a);
+  gather_scatter_out(out, rows, h.expert_row, h.received_row, Reduce::Sum, weight);
   return out;
 }
 

@@ -152,6 +152,13 @@ TEST(GatherScatter, MatchesReference) {
             EXPECT_EQ(plan.dim_size(), dim_size < 0 ? max_dst + 1 : dim_size);
             EXPECT_TRUE(same_values(scatterx::gather_scatter(xv, src, plan, reduce, wp), want)) << "plan";
             EXPECT_TRUE(same_values(scatterx::gather_scatter(xv, src, plan, reduce, wp), want)) << "plan, again";
+            // Into a caller's buffer holding garbage: every row is overwritten.
+            Shape out_shape = xs;
+            out_shape[0] = want.size(0);
+            Tensor into = Tensor::empty(out_shape, dtype);
+            fill_random(into, rng, values);
+            scatterx::gather_scatter_out(into, xv, src, dst, reduce, wp);
+            EXPECT_TRUE(same_values(into, want)) << "gather_scatter_out";
             ++cases;
           }
         }
@@ -258,6 +265,28 @@ TEST(GatherScatterErrors, Checked) {
   expect_error<scatterx::ArgumentError>(
       [&] { scatterx::gather_scatter(Tensor::zeros({}, DType::Float32), src, dst, Reduce::Sum); },
       {"gather_scatter: ", "at least 1 dimension"});
+  // gather_scatter_out: the caller's buffer is checked like the arguments, and left alone on error
+  const Tensor out = make_tensor<float>({2, 2}, {7, 7, 7, 7});
+  expect_error<scatterx::ArgumentError>(
+      [&] {
+        scatterx::gather_scatter_out(Tensor::zeros({2, 3}, DType::Float32), x, src, dst, Reduce::Sum);
+      },
+      {"gather_scatter_out: ", "expected out to be a contiguous [num_out, x.shape[1:]] tensor", "[2, 3]"});
+  expect_error<scatterx::ArgumentError>(
+      [&] {
+        const Tensor wide = Tensor::zeros({2, 4}, DType::Float32);
+        scatterx::gather_scatter_out(wide.slice(1, 0, 4, 2), x, src, dst, Reduce::Sum);
+      },
+      {"gather_scatter_out: ", "(strided)"});
+  expect_error<scatterx::DTypeError>(
+      [&] {
+        scatterx::gather_scatter_out(Tensor::zeros({2, 2}, DType::Float64), x, src, dst, Reduce::Sum);
+      },
+      {"gather_scatter_out: ", "out"});
+  expect_error<scatterx::IndexError>(
+      [&] { scatterx::gather_scatter_out(out.slice(0, 0, 1), x, src, dst, Reduce::Sum); },
+      {"gather_scatter_out: dst_index 1 is out of bounds"});
+  EXPECT_TRUE(same_values(out, make_tensor<float>({2, 2}, {7, 7, 7, 7})));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "ops/gather_scatter/gather_scatter.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "ops/detail/checks.h"
@@ -50,15 +51,23 @@ void check_sources(const char* op, const TensorView& x, const TensorView* src_in
 }
 
 // The checked call, with the destinations grouped (groups), or to be grouped
-// densely by the kernel (dst_index).
+// densely by the kernel (dst_index), into `into` (checked by
+// gather_scatter_out) or a new tensor, returned.
 Tensor run(const char* op, const TensorView& x, const TensorView* src_index, const detail::TargetGroups* groups,
-           const TensorView* dst_index, Reduce reduce, const TensorView* edge_weight, int64_t edges, int64_t num_out) {
+           const TensorView* dst_index, Reduce reduce, const TensorView* edge_weight, int64_t edges, int64_t num_out,
+           const TensorView* into = nullptr) {
   Shape out_shape = x.sizes();
   out_shape[0] = num_out;
   int64_t features = 1;
   for (int64_t d = 1; d < x.dim(); ++d) features *= x.size(d);
-  if (num_out == 0 || features == 0 || edges == 0) return Tensor::zeros(out_shape, x.dtype(), x.device());
-  Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());  // every row is written (or zeroed) by the kernel
+  if (num_out == 0 || features == 0 || edges == 0) {
+    if (into == nullptr) return Tensor::zeros(out_shape, x.dtype(), x.device());
+    if (into->numel() > 0) std::memset(into->data(), 0, static_cast<size_t>(into->numel() * element_size(x.dtype())));
+    return Tensor();
+  }
+  // every row is written (or zeroed) by the kernel
+  const Tensor fresh = into != nullptr ? Tensor() : Tensor::empty(out_shape, x.dtype(), x.device());
+  const TensorView out = into != nullptr ? *into : TensorView(fresh);
   // The kernel reads rows of a contiguous x; a strided x is copied once (N x F).
   const Tensor x_copy = x.is_contiguous() ? Tensor() : Tensor::clone(x);
   const TensorView xc = x.is_contiguous() ? x : TensorView(x_copy);
@@ -75,7 +84,7 @@ Tensor run(const char* op, const TensorView& x, const TensorView* src_index, con
   a.features = features;
   a.num_out = num_out;
   detail::gather_scatter_cpu(a);
-  return out;
+  return fresh;
 }
 
 }  // namespace
@@ -97,6 +106,32 @@ Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const Te
   }
   const IndexPlan dst(dst_index, num_out, op, "dst_index");
   return run(op, x, &src_index, &dst.groups(), nullptr, reduce, edge_weight, edges, dst.dim_size());
+}
+
+void gather_scatter_out(const TensorView& out, const TensorView& x, const TensorView& src_index,
+                        const TensorView& dst_index, Reduce reduce, const TensorView* edge_weight) {
+  constexpr const char* op = "gather_scatter_out";
+  detail::check_devices(op, {{"x", &x}, {"dst_index", &dst_index}, {"out", &out}});
+  detail::check_index_dtype(op, "dst_index", dst_index);
+  SCATTERX_CHECK(src_index.dim() == 1, ArgumentError, op, "expected src_index to be 1-d, got shape ",
+                 src_index.sizes().str());
+  const int64_t edges = src_index.size(0);
+  check_sources(op, x, &src_index, edges, reduce, edge_weight);
+  check_edge_list(op, "dst_index", dst_index, edges);
+  detail::check_same_dtype(op, "out", out, "x", x);
+  Shape want = x.sizes();
+  want[0] = out.dim() == x.dim() ? out.size(0) : 0;
+  SCATTERX_CHECK(out.dim() == x.dim() && out.sizes() == want && out.is_contiguous(), ArgumentError, op,
+                 "expected out to be a contiguous [num_out", x.dim() > 1 ? ", x.shape[1:]" : "", "] tensor, got shape ",
+                 out.sizes().str(), out.is_contiguous() ? "" : " (strided)");
+  const int64_t num_out = out.size(0);
+  detail::check_named_index_bounds(op, "dst_index", dst_index, 0, num_out);
+  if (detail::groups_densely(edges, num_out)) {
+    run(op, x, &src_index, nullptr, &dst_index, reduce, edge_weight, edges, num_out, &out);
+    return;
+  }
+  const IndexPlan dst(dst_index, num_out, op, "dst_index");
+  run(op, x, &src_index, &dst.groups(), nullptr, reduce, edge_weight, edges, num_out, &out);
 }
 
 Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const IndexPlan& dst, Reduce reduce,

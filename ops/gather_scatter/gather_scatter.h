@@ -34,4 +34,10 @@ namespace scatterx {
 Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const TensorView& dst_index, Reduce reduce,
                       const TensorView* edge_weight = nullptr, int64_t dim_size = -1);
 
+// As gather_scatter, into the caller's `out`: a contiguous [num_out, F...]
+// tensor of x's dtype and device, every row of which is written (dst_index's
+// values must lie in [0, num_out)); for callers that reuse their buffers.
+void gather_scatter_out(const TensorView& out, const TensorView& x, const TensorView& src_index,
+                        const TensorView& dst_index, Reduce reduce, const TensorView* edge_weight = nullptr);
+
 }  // namespace scatterx
