@@ -13,12 +13,15 @@ router's gradient is all-reduced (it is replicated), SGD updates everything.
 The check, every step, in float64: every rank also computes the whole layer densely (every rank's tokens,
 every expert, plain loops over the top-k) from the same parameters and compares its outputs and all its
 gradients (tokens, router, its experts) with the distributed ones. The training is run twice; the two runs
-must be bit-identical. Exits 1 on any mismatch.
+must be bit-identical. Exits 1 on any mismatch. Then it times dispatch + combine alone at a larger size
+(float32; bench/bench_moe.py is the full benchmark beside torch.distributed) and prints tokens per second.
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -116,6 +119,23 @@ def train(rank: int, world: int):
     return history
 
 
+def throughput(rank: int, world: int, tokens: int = 4096, hidden: int = 1024, reps: int = 5) -> float:
+    """Median seconds of one dispatch + combine (identity experts) of `tokens` x `hidden` float32 per rank."""
+    g = torch.Generator().manual_seed(rank)
+    x = torch.randn(tokens, hidden, generator=g)
+    experts = PER_RANK * world
+    idx = torch.stack([torch.randperm(experts, generator=g)[:TOP_K] for _ in range(tokens)])
+    weights = torch.rand(tokens, TOP_K, generator=g)
+    times = []
+    for _ in range(reps + 1):  # the first warms the buffers up
+        dist.barrier()
+        start = time.perf_counter()
+        recv_x, _, handle = moe.dispatch(x, idx, weights, experts)
+        moe.combine(recv_x, handle)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times[1:])
+
+
 def main() -> int:
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -135,6 +155,11 @@ def main() -> int:
         print(f"moe_layer: {world} ranks, {STEPS} steps of {TOKENS} tokens/rank, {PER_RANK * world} experts, "
               f"top-{TOP_K}: outputs and gradients {status} the dense float64 layer; two runs bit-identical: "
               f"{'yes' if flags.item() else 'see errors'}")
+    seconds = throughput(rank, world)
+    if rank == 0:
+        print(f"moe_layer: dispatch + combine of 4096 tokens x 1024 float32 per rank, {PER_RANK * world} experts, "
+              f"top-{TOP_K}: {seconds * 1e3:.1f} ms (median of 5), {4096 * world / seconds / 1e6:.2f} M tokens/s "
+              "over all ranks")
     dist.destroy_process_group()
     return 0 if flags.item() else 1
 

@@ -28,31 +28,33 @@ scatterx_build() {
   cmake --build --preset "$preset" -j "$SCATTERX_JOBS"
 }
 
-# scatterx_python_env [torch]: a virtual environment in build/venv with numpy,
-# pytest, mpi4py (when MPI is installed) and the scatterx package built from
-# this checkout (pip install .).
-# With "torch", torch is installed too (a large download; if it fails the
-# torch tests skip and say so), and then torch_geometric (pure Python; if it
-# fails test_pyg.py skips).
+# scatterx_python_env [torch] [pyg] [mpi4py]: a virtual environment in
+# build/venv with numpy, pytest and the scatterx package built from this
+# checkout (pip install .), plus what is asked for and missing:
+#   torch    a large download; if it fails the torch tests and demos skip
+#            and say so,
+#   pyg      torch_geometric (pure Python; test_pyg.py skips without it),
+#   mpi4py   when MPI is installed (the tests with an mpi4py communicator).
 SCATTERX_VENV="$SCATTERX_ROOT/build/venv"
 scatterx_python_env() {
-  local with_torch=${1:-}
+  local want=" $* "
   if [ ! -x "$SCATTERX_VENV/bin/python" ]; then
     echo "== python venv ($SCATTERX_VENV)"
     python3 -m venv "$SCATTERX_VENV"
   fi
   local pip=("$SCATTERX_VENV/bin/python" -m pip --disable-pip-version-check -q)
+  local has=("$SCATTERX_VENV/bin/python" -c)
   "${pip[@]}" install numpy pytest
-  if [ "$with_torch" = torch ] && ! "$SCATTERX_VENV/bin/python" -c "import torch" 2>/dev/null; then
-    echo "== installing torch (for the torch comparison and autograd tests)"
-    "${pip[@]}" install torch || echo "== torch could not be installed: its tests will be skipped"
+  if [[ $want == *" torch "* ]] && ! "${has[@]}" "import torch" 2>/dev/null; then
+    echo "== installing torch (for the torch comparisons, autograd and the torch demos)"
+    "${pip[@]}" install torch || echo "== torch could not be installed: its tests and demos will be skipped"
   fi
-  if [ "$with_torch" = torch ] && "$SCATTERX_VENV/bin/python" -c "import torch" 2>/dev/null \
-      && ! "$SCATTERX_VENV/bin/python" -c "import torch_geometric" 2>/dev/null; then
+  if [[ $want == *" pyg "* ]] && "${has[@]}" "import torch" 2>/dev/null \
+      && ! "${has[@]}" "import torch_geometric" 2>/dev/null; then
     echo "== installing torch_geometric (for tests/python/test_pyg.py: PyG on scatterx.torch_scatter)"
     "${pip[@]}" install torch_geometric || echo "== torch_geometric could not be installed: test_pyg.py will be skipped"
   fi
-  if command -v mpicc >/dev/null && ! "$SCATTERX_VENV/bin/python" -c "import mpi4py" 2>/dev/null; then
+  if [[ $want == *" mpi4py "* ]] && command -v mpicc >/dev/null && ! "${has[@]}" "import mpi4py" 2>/dev/null; then
     echo "== installing mpi4py (for the scatterx.distributed tests with an mpi4py communicator)"
     "${pip[@]}" install mpi4py || echo "== mpi4py could not be installed: its tests will be skipped"
   fi

@@ -35,7 +35,7 @@ if [ -x "$prefix/consumer/consumer_dist" ]; then
     timeout 120 mpirun --allow-run-as-root --oversubscribe -n 2 "$prefix/consumer/consumer_dist"
 fi
 
-scatterx_python_env "$([ "${SCATTERX_TORCH:-1}" = 0 ] || echo torch)"
+scatterx_python_env $([ "${SCATTERX_TORCH:-1}" = 0 ] || echo torch pyg) mpi4py
 echo "== pytest"
 (cd "$SCATTERX_ROOT" && OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "$SCATTERX_VENV/bin/python" -m pytest -q -rs tests/python)
 

@@ -72,7 +72,9 @@ std::vector<int64_t> sorted_rows(const Shape& shape, Rng& rng, int64_t lo, int64
 
 void expect_same(const scatterx::ValuesAndArgs& got, const ref::ValuesArgs& want, bool with_arg) {
   EXPECT_TRUE(same_values(got.values, want.first));
-  if (with_arg) EXPECT_TRUE(same_values(got.args, want.second));
+  if (with_arg) {
+    EXPECT_TRUE(same_values(got.args, want.second));
+  }
 }
 
 bool has_arg(Reduce r) { return r == Reduce::Amax || r == Reduce::Amin; }

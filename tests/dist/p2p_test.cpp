@@ -261,8 +261,12 @@ void expect_monitored_barrier_failure(const Communicator& comm, const std::vecto
   const std::string text =
       (named.size() == 1 ? "Rank " : "Ranks ") + ranks + " failed to pass monitoredBarrier in 1000 ms";
   EXPECT_TRUE(mentions(msg, {"monitored_barrier", text}));
-  if (comm.rank() == 0) EXPECT_TRUE(mentions(msg, {"[Rank 0]"}));
-  if (sleeper) EXPECT_TRUE(mentions(msg, {"arrived after rank 0 stopped waiting"}));
+  if (comm.rank() == 0) {
+    EXPECT_TRUE(mentions(msg, {"[Rank 0]"}));
+  }
+  if (sleeper) {
+    EXPECT_TRUE(mentions(msg, {"arrived after rank 0 stopped waiting"}));
+  }
   const std::string after = expect_throws<scatterx::Error>([&] { dist::monitored_barrier(comm, 1s); });
   EXPECT_TRUE(mentions(after, {"unusable"}));
 }
