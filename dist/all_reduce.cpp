@@ -63,4 +63,9 @@ void all_reduce(const TensorView& tensor, ReduceOp op, const Communicator& comm)
   all_reduce_impl(tensor, op, comm, false).wait();
 }
 
+void barrier(const Communicator& comm) {
+  int64_t nothing = 0;
+  all_reduce_impl(TensorView(&nothing, DType::Int64, {}), ReduceOp::Sum, comm, false).wait();
+}
+
 }  // namespace scatterx::dist

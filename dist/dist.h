@@ -209,6 +209,10 @@ Work reduce_scatter_tensor_async(const TensorView& output, const TensorView& inp
 void all_reduce(const TensorView& tensor, ReduceOp op, const Communicator& comm);
 Work all_reduce_async(const TensorView& tensor, ReduceOp op, const Communicator& comm);
 
+// Returns once every rank of comm has entered it: a one-element all_reduce,
+// so it runs in order with the collectives queued before it.
+void barrier(const Communicator& comm);
+
 // tensor = root's tensor.
 void broadcast(const TensorView& tensor, int root, const Communicator& comm);
 Work broadcast_async(const TensorView& tensor, int root, const Communicator& comm);

@@ -125,6 +125,21 @@ TEST_F(AsyncTest, BlockingAfterAsync) {
   EXPECT_TRUE(holds(u, [&](int64_t) { return V{static_cast<double>(ws()), 0}; }));
 }
 
+// barrier: no rank leaves before the last one entered, and it runs after the
+// async collectives queued before it.
+TEST_F(AsyncTest, BarrierWaitsForTheLastRankAndQueuedWork) {
+  Tensor t = make({64}, DType::Int32, [&](int64_t) { return V{1, 0}; });
+  Work w = dist::all_reduce_async(t, ReduceOp::Sum, comm());
+  const auto start = std::chrono::steady_clock::now();
+  if (rank() == ws() - 1) std::this_thread::sleep_for(300ms);
+  dist::barrier(comm());
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(w.is_completed()) << "barrier returned before a collective queued ahead of it";
+  w.wait();
+  EXPECT_TRUE(holds(t, [&](int64_t) { return V{static_cast<double>(ws()), 0}; }));
+  EXPECT_GE(waited, 250ms) << "rank " << rank() << " left the barrier before the last rank entered it";
+}
+
 // is_completed() becomes true on its own (the progress thread runs the
 // collective without a wait()).
 TEST_F(AsyncTest, CompletesWithoutWait) {
