@@ -32,6 +32,8 @@ launched with ``mpirun -n 4 python script.py`` (as root add
 - Point-to-point: :func:`send`, :func:`recv`, :func:`isend`, :func:`irecv`,
   :class:`P2POp` with :func:`batch_isend_irecv`, and :func:`monitored_barrier`
   (torch's semantics; messages never match a collective's; see ``_p2p.py``).
+- Distributed GNN message passing: :func:`build_halo` and :class:`HaloExchange` fetch the neighbour rows
+  a rank's edges need from the ranks owning them (differentiable; see ``halo.py``).
 - Errors: :class:`ValueError` (a local argument, e.g. a list of the wrong
   length), :class:`TypeError` (a dtype), :class:`MismatchError` (ranks
   disagree about split sizes, dtypes or shapes; raised on every rank),
@@ -85,6 +87,7 @@ from ._collectives import (
     reduce_scatter_tensor,
 )
 from ._p2p import P2POp, batch_isend_irecv, irecv, isend, monitored_barrier, recv, send
+from .halo import HaloExchange, build_halo
 from ._rooted import all_gather_object, broadcast_object_list, gather, gather_object, reduce, scatter
 
 __all__ = [
@@ -95,4 +98,5 @@ __all__ = [
     "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available", "new_group", "reduce_scatter",
     "reduce_scatter_tensor", "gather", "scatter", "reduce", "all_gather_object", "broadcast_object_list",
     "gather_object", "P2POp", "batch_isend_irecv", "irecv", "isend", "monitored_barrier", "recv", "send",
+    "HaloExchange", "build_halo",
 ]
