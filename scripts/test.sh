@@ -7,9 +7,9 @@
 #      (torch is installed too, so the torch comparisons and autograd
 #      checks run; SCATTERX_TORCH=0 skips it and those tests say so),
 #      then tests/python_dist under mpirun with 1, 2 and 3 ranks (its
-#      differentiable collectives, MoE and point-to-point tests with 4
-#      too, and
-#      examples/moe_layer.py with 2 and 4), and with 3
+#      differentiable collectives, MoE, halo exchange and point-to-point
+#      tests with 4 too, and examples/moe_layer.py and
+#      examples/graphsage_dist.py with 2 and 4), and with 3
 #      ranks through the emulated device paths of dist/device.h
 #      (scatterx.distributed; mpi4py's tests skip if it did not install),
 #   4. the C++ suite built with AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -46,15 +46,19 @@ if "$SCATTERX_VENV/bin/python" -c "import scatterx._C as c; assert hasattr(c, 'd
     (cd "$SCATTERX_ROOT" && timeout 600 mpirun --allow-run-as-root --oversubscribe -n "$n" \
       env OMP_NUM_THREADS=1 "$SCATTERX_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/python_dist)
   done
-  echo "-- 4 ranks: the differentiable collectives, MoE dispatch / combine, point-to-point"
+  echo "-- 4 ranks: the differentiable collectives, MoE dispatch / combine, halo exchange, point-to-point"
   (cd "$SCATTERX_ROOT" && timeout 600 mpirun --allow-run-as-root --oversubscribe -n 4 \
     env OMP_NUM_THREADS=1 "$SCATTERX_VENV/bin/python" -m pytest -q -p no:cacheprovider \
-    tests/python_dist/test_nn.py tests/python_dist/test_moe.py tests/python_dist/test_p2p.py)
+    tests/python_dist/test_nn.py tests/python_dist/test_moe.py tests/python_dist/test_halo.py \
+    tests/python_dist/test_p2p.py)
   if "$SCATTERX_VENV/bin/python" -c "import torch" 2>/dev/null; then
     for n in 2 4; do
       echo "-- examples/moe_layer.py, $n ranks"
       (cd "$SCATTERX_ROOT" && timeout 300 mpirun --allow-run-as-root --oversubscribe -n "$n" \
         env OMP_NUM_THREADS=1 "$SCATTERX_VENV/bin/python" examples/moe_layer.py)
+      echo "-- examples/graphsage_dist.py, $n ranks"
+      (cd "$SCATTERX_ROOT" && timeout 300 mpirun --allow-run-as-root --oversubscribe -n "$n" \
+        env OMP_NUM_THREADS=1 "$SCATTERX_VENV/bin/python" examples/graphsage_dist.py)
     done
   fi
   echo "-- 3 ranks, through the CUDA tensors' paths on an emulated device (dist/device.h)"
