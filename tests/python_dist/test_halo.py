@@ -142,6 +142,28 @@ def test_a_rank_without_edges_still_sends_its_rows():
     torch.testing.assert_close(x_local.grad, xg.grad[halo.local_nodes], rtol=1e-12, atol=1e-12)
 
 
+def test_a_subgroup_numbers_owners_by_group_rank():
+    """Over the ranks 1 .. WS - 1, node_owner holds group ranks; rank 0, outside the group, is refused."""
+    torch = _torch()
+    if WS == 1:
+        pytest.skip("needs a rank outside the group")
+    sub = dist.new_group(list(range(1, WS)))
+    size, me = WS - 1, RANK - 1
+    edge_index, x = graph(seed=5)
+    node_owner = torch.arange(NODES) % size
+    if RANK == 0:
+        with pytest.raises(ValueError, match="build_halo: expected a group this rank is a member of"):
+            dist.build_halo(edge_index[:, :0], node_owner, group=sub)
+        return
+    halo = dist.build_halo(edge_index[:, node_owner[edge_index[1]] == me], node_owner, group=sub)
+    assert halo.local_nodes.tolist() == list(range(me, NODES, size))
+    x_local = x[halo.local_nodes].requires_grad_()
+    _sage_mean(halo, x_local).sum().backward()
+    xg = x.clone().requires_grad_()
+    mean_aggregate(xg, edge_index, NODES).sum().backward()
+    torch.testing.assert_close(x_local.grad, xg.grad[halo.local_nodes], rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "int32"])
 @pytest.mark.parametrize("shape", [(), (2, 3)])
 def test_dtypes_and_row_shapes(dtype, shape):
