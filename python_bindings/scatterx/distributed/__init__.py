@@ -36,6 +36,8 @@ launched with ``mpirun -n 4 python script.py`` (as root add
   bitwise BAND, BOR, BXOR (integers, bool) and PREMUL_SUM, whose factor
   comes from ``_make_nccl_premul_sum(factor)`` as in torch (floating and
   complex dtypes; the operations taking it run synchronously).
+- Distributed GNN message passing: :func:`build_halo` and :class:`HaloExchange` fetch the neighbour rows
+  a rank's edges need from the ranks owning them (differentiable; see ``halo.py``).
 - Errors: :class:`ValueError` (a local argument, e.g. a list of the wrong
   length), :class:`TypeError` (a dtype), :class:`MismatchError` (ranks
   disagree about split sizes, dtypes or shapes; raised on every rank),
@@ -90,6 +92,7 @@ from ._collectives import (
     reduce_scatter_tensor,
 )
 from ._p2p import P2POp, batch_isend_irecv, irecv, isend, monitored_barrier, recv, send
+from .halo import HaloExchange, build_halo
 from ._rooted import all_gather_object, broadcast_object_list, gather, gather_object, reduce, scatter
 
 __all__ = [
@@ -101,4 +104,5 @@ __all__ = [
     "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available", "new_group", "reduce_scatter",
     "reduce_scatter_tensor", "gather", "scatter", "reduce", "all_gather_object", "broadcast_object_list",
     "gather_object", "P2POp", "batch_isend_irecv", "irecv", "isend", "monitored_barrier", "recv", "send",
+    "HaloExchange", "build_halo",
 ]
