@@ -217,6 +217,27 @@ void barrier(const Communicator& comm);
 void broadcast(const TensorView& tensor, int root, const Communicator& comm);
 Work broadcast_async(const TensorView& tensor, int root, const Communicator& comm);
 
+// ---- rooted collectives (torch.distributed's reduce, gather, scatter) -------
+//
+// Composed from the collectives here (dist/rooted.cpp); blocking. A bad list
+// on the root raises ArgumentError there and MismatchError on the other
+// ranks before any data moves (nobody waits); a root outside [0, size)
+// raises ArgumentError on the ranks that pass it.
+
+// On root: tensor = op over the ranks of tensor; the other ranks' tensors are
+// left as they were (an all_reduce into a copy off the root: twice a tree's
+// bytes, folded by the layer's reduce functors).
+void reduce(const TensorView& tensor, int root, ReduceOp op, const Communicator& comm);
+
+// On root: outputs[i] = rank i's input (one tensor per rank, each of input's
+// element count and dtype, any shape and strides); the other ranks pass an
+// empty list. Each rank's input crosses once (one variable-split all-to-all).
+void gather(const std::vector<TensorView>& outputs, const TensorView& input, int root, const Communicator& comm);
+
+// output = root's inputs[rank] (on root one tensor per rank, each of output's
+// element count and dtype); the other ranks pass an empty list.
+void scatter(const TensorView& output, const std::vector<TensorView>& inputs, int root, const Communicator& comm);
+
 // outputs[i] = rank i's inputs[rank]; one tensor per rank in each list;
 // inputs[i] on this rank and outputs[rank] on rank i have the same shape.
 void all_to_all(const std::vector<TensorView>& outputs, const std::vector<TensorView>& inputs,
