@@ -46,10 +46,11 @@ if "$SCATTERX_VENV/bin/python" -c "import scatterx._C as c; assert hasattr(c, 'd
     (cd "$SCATTERX_ROOT" && timeout 600 mpirun --allow-run-as-root --oversubscribe -n "$n" \
       env OMP_NUM_THREADS=1 "$SCATTERX_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/python_dist)
   done
-  echo "-- 4 ranks: the differentiable collectives, MoE dispatch / combine, point-to-point"
+  echo "-- 4 ranks: the differentiable collectives, MoE dispatch / combine, point-to-point, embedding bags"
   (cd "$SCATTERX_ROOT" && timeout 600 mpirun --allow-run-as-root --oversubscribe -n 4 \
     env OMP_NUM_THREADS=1 "$SCATTERX_VENV/bin/python" -m pytest -q -p no:cacheprovider \
-    tests/python_dist/test_nn.py tests/python_dist/test_moe.py tests/python_dist/test_p2p.py)
+    tests/python_dist/test_nn.py tests/python_dist/test_moe.py tests/python_dist/test_p2p.py \
+    tests/python_dist/test_embedding.py)
   if "$SCATTERX_VENV/bin/python" -c "import torch" 2>/dev/null; then
     for n in 2 4; do
       echo "-- examples/moe_layer.py, $n ranks"

@@ -95,4 +95,14 @@ __all__ = [
     "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available", "new_group", "reduce_scatter",
     "reduce_scatter_tensor", "gather", "scatter", "reduce", "all_gather_object", "broadcast_object_list",
     "gather_object", "P2POp", "batch_isend_irecv", "irecv", "isend", "monitored_barrier", "recv", "send",
+    "ShardedEmbeddingBag", "ShardedEmbeddingBagCollection",
 ]
+
+
+def __getattr__(name):
+    """The torch modules (scatterx.distributed.embedding), imported on first use: the collectives need no torch."""
+    if name in ("ShardedEmbeddingBag", "ShardedEmbeddingBagCollection"):
+        from . import embedding
+
+        return getattr(embedding, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
