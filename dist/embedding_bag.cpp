@@ -10,6 +10,7 @@
 
 #include "dist/embedding_bag.h"
 #include "dist/embedding_routing.h"
+#include "dist/scratch_rows.h"
 #include "ops/error.h"
 #include "ops/gather/gather.h"
 #include "ops/gather_scatter/gather_dot.h"
@@ -21,6 +22,7 @@ namespace {
 
 using embedding_detail::kOp;
 using embedding_detail::with_float;
+using scratch::scratch_rows;
 
 Tensor iota(int64_t n) {
   Tensor t = Tensor::empty({n}, DType::Int64);
@@ -99,7 +101,11 @@ Tensor exchange_args(const TensorView& block_arg, const EmbeddingBagHandle& h) {
 // The requester's gradient rows, one per partial received, for the owners.
 Tensor grad_parts(const TensorView& grad_out, const EmbeddingBagHandle& h) {
   const int64_t received = h.part_bag.numel();
-  if (h.mode == BagMode::Sum) return index_select(grad_out, 0, h.part_bag);
+  if (h.mode == BagMode::Sum) {
+    Tensor g = scratch_rows(received, h.dim, h.dtype);
+    index_select_out(g, grad_out, 0, h.part_bag);
+    return g;
+  }
   if (h.mode == BagMode::Mean)
     return gather_scatter(grad_out, h.part_bag, iota(received), Reduce::Sum, &h.part_scale, received);
   Tensor g = Tensor::zeros({received, h.dim}, h.dtype);
@@ -168,11 +174,12 @@ EmbeddingBagForward embedding_bag_forward(const TensorView& shard, const TensorV
   h->id_recv_splits = got.recv_splits;
   Tensor indptr = embedding_detail::plan_parts(got.output, *h);
   Tensor block_arg;
-  Tensor partial = mode == BagMode::Max ? pool_max(shard, indptr, *h, &block_arg)
-                                        : gather_scatter(shard, h->recv_row, h->recv_part, Reduce::Sum,
-                                                         h->weighted ? &h->recv_weight : nullptr, h->parts);
+  Tensor partial = mode == BagMode::Max
+                       ? pool_max(shard, indptr, *h, &block_arg)
+                       : scratch::gather_scatter_to_scratch(shard, h->recv_row, h->recv_part,
+                                                            h->weighted ? &h->recv_weight : nullptr, h->parts, kOp);
   // The partials back to the requesters, folded there into their bags.
-  Tensor parts = Tensor::empty({h->part_bag.numel(), h->dim}, h->dtype);
+  Tensor parts = scratch_rows(h->part_bag.numel(), h->dim, h->dtype);
   all_to_all_single(parts, partial, h->part_recv_splits, h->part_send_splits, comm);
   EmbeddingBagForward out;
   if (mode == BagMode::Max) {
@@ -198,7 +205,7 @@ EmbeddingBagGrads embedding_bag_backward(const TensorView& grad_out, const Tenso
       ArgumentError, op, "expected the forward's weight shard [", h.shard_rows, ", ", h.dim, "], got ", shard.str());
   // One gradient row per partial, to the owner that pooled it.
   Tensor mine = grad_parts(grad_out, h);
-  Tensor g = Tensor::empty({h.parts, h.dim}, h.dtype);
+  Tensor g = scratch_rows(h.parts, h.dim, h.dtype);
   all_to_all_single(g, mine, h.part_send_splits, h.part_recv_splits, h.comm);
   EmbeddingBagGrads out;
   Tensor pos = embedding_detail::distinct_rows(h, &out.row_ids);

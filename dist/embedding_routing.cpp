@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "dist/scratch_rows.h"
 #include "ops/error.h"
 
 namespace scatterx::dist::embedding_detail {
@@ -158,7 +159,7 @@ Tensor plan_requests(const TensorView& input, const TensorView& offsets, const T
     next_part[o] = next_part[o - 1] + h.part_recv_splits[o - 1];
   }
   const int64_t parts = next_part[world - 1] + h.part_recv_splits[world - 1];
-  Tensor meta = Tensor::empty({n, cols}, DType::Int64);
+  Tensor meta = scratch::scratch_rows(n, cols, DType::Int64);
   h.sent_pos = Tensor::empty({n}, DType::Int64);
   h.part_bag = Tensor::empty({parts}, DType::Int64);
   auto* m = meta.data_as<int64_t>();

@@ -7,49 +7,21 @@
 
 #include "dist/moe.h"
 #include "dist/moe_routing.h"
+#include "dist/scratch_rows.h"
 #include "ops/error.h"
 #include "ops/gather/gather.h"
 #include "ops/gather_scatter/gather_dot.h"
 #include "ops/gather_scatter/gather_scatter.h"
-#include "ops/gather_scatter/gather_scatter_args.h"
-#include "ops/runtime/memory.h"
 
 namespace scatterx::dist {
 namespace {
 
-// A [rows, cols] intermediate over a block of the scratch cache: fresh pages
-// for each call's send and receive buffers would be zero-filled by the kernel
-// first, one more pass over the rows.
-Tensor scratch_rows(int64_t rows, int64_t cols, DType dtype) {
-  const auto bytes = static_cast<size_t>(rows * cols * element_size(dtype));
-  const auto [block, capacity] = detail::scratch_acquire(bytes);
-  return Tensor::adopt(TensorView(block, dtype, {rows, cols}),
-                       std::shared_ptr<void>(block, [c = capacity](void* p) { detail::scratch_release(p, c); }));
-}
+using scratch::scratch_rows;
 
 // The experts' rows folded into their received rows, weighted (or not: weight
-// null), into a scratch block: gather_scatter's kernel called directly, as its
-// front end would after its checks, because the front end returns a fresh
-// tensor (zero-filled by the kernel page by page, one more pass). The indices
-// are the handle's own, so they need no check; every received row has at
-// least one pair, so the kernel groups the destinations itself.
+// null), into a scratch block (every received row has at least one pair).
 Tensor fold_to_received(const TensorView& rows, const TensorView* weight, const MoeHandle& h) {
-  const int64_t pairs = h.expert_row.numel();
-  if (!rows.is_contiguous() || pairs == 0 || h.hidden == 0)
-    return gather_scatter(rows, h.expert_row, h.received_row, Reduce::Sum, weight, h.received);
-  Tensor out = scratch_rows(h.received, h.hidden, rows.dtype());
-  detail::GatherScatterArgs a;
-  a.op = "moe";
-  a.x = rows;
-  a.src_index = h.expert_row;
-  a.dst_index = h.received_row;
-  if (weight != nullptr) a.weight = *weight;
-  a.out = out;
-  a.edges = pairs;
-  a.features = h.hidden;
-  a.num_out = h.received;
-  detail::gather_scatter_cpu(a);
-  return out;
+  return scratch::gather_scatter_to_scratch(rows, h.expert_row, h.received_row, weight, h.received, "moe");
 }
 
 // rows [n, H] to the ranks that sent the tokens: the transpose of dispatch's row exchange.

@@ -1,0 +1,27 @@
+// Row buffers from the scratch cache for the workload layers (moe, embedding
+// bags): fresh pages for each call's send, receive and fold buffers would be
+// zero-filled by the kernel first, one more pass over the rows (and page
+// faults that oversubscribed ranks pay while their peers wait).
+#pragma once
+
+#include <cstdint>
+
+#include "ops/gather_scatter/gather_scatter.h"
+#include "ops/reduce.h"
+#include "ops/tensor.h"
+
+namespace scatterx::dist::scratch {
+
+// A [rows, cols] tensor over a block of the scratch cache (uninitialized),
+// given back to the cache when the last copy of the tensor goes.
+Tensor scratch_rows(int64_t rows, int64_t cols, DType dtype);
+
+// gather_scatter(x, src, dst, Sum, weight, num_out) into scratch rows: its
+// kernel called directly, as its front end would after its checks (the
+// indices are the caller's own plans, trusted). Every one of the num_out rows
+// must have at least one edge. Falls back to gather_scatter when x is not
+// contiguous or there is nothing to fold.
+Tensor gather_scatter_to_scratch(const TensorView& x, const TensorView& src, const TensorView& dst,
+                                 const TensorView* weight, int64_t num_out, const char* op);
+
+}  // namespace scatterx::dist::scratch
