@@ -27,6 +27,7 @@ whose own arguments are wrong raises ValueError, TypeError or IndexError, the ot
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
@@ -49,19 +50,23 @@ class _Bag(torch.autograd.Function):
         psw = None if per_sample_weights is None else per_sample_weights.detach()
         out, native = _C.dist.embedding_bag_forward(weight.detach(), input, offsets, psw, row_starts, mode, comm,
                                                     _C.Framework.Torch)
-        ctx.native, ctx.bag = native, bag
+        ctx.native, ctx.bag = native, bag  # bag: a weak reference to the module (for its sparse_grad)
         ctx.save_for_backward(weight)
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
         (weight,) = ctx.saved_tensors
-        row_ids, rows, grad_psw = _C.dist.embedding_bag_backward(grad_out.contiguous(), weight.detach(), ctx.native,
+        if ctx.native is None:
+            raise RuntimeError(f"{_OP}: backward through the same forward twice (retain_graph) is not supported")
+        native, ctx.native = ctx.native, None  # released: a graph kept alive to exit would hold it
+        row_ids, rows, grad_psw = _C.dist.embedding_bag_backward(grad_out.contiguous(), weight.detach(), native,
                                                                  bool(ctx.needs_input_grad[1]), _C.Framework.Torch)
         grad_weight = None
-        if ctx.needs_input_grad[0]:
-            ctx.bag._add_sparse_grad(row_ids, rows)
-            grad_weight = ctx.bag._grad_of(row_ids, rows)
+        bag = ctx.bag()
+        if ctx.needs_input_grad[0] and bag is not None:
+            bag._add_sparse_grad(row_ids, rows)
+            grad_weight = bag._grad_of(row_ids, rows)
         return grad_weight, grad_psw, None, None, None, None, None, None
 
 
@@ -104,8 +109,9 @@ class ShardedEmbeddingBag(torch.nn.Module):
         pg = _resolve(group, _OP)
         if pg is None:
             raise ValueError(f"{_OP}: expected a group this rank is a member of, got one without it")
-        self.group, self._comm = group, pg._live_comm(_OP)
-        world, rank = self._comm.size(), self._comm.rank()
+        self.group, self._pg = group, pg
+        comm = pg._live_comm(_OP)
+        world, rank = comm.size(), comm.rank()
         if sharding == "row":
             starts = _C.dist.embedding_row_wise_starts(num_embeddings, world)
         else:
@@ -137,9 +143,10 @@ class ShardedEmbeddingBag(torch.nn.Module):
     def forward(self, input: torch.Tensor, offsets: Optional[torch.Tensor] = None,
                 per_sample_weights: Optional[torch.Tensor] = None) -> torch.Tensor:
         """The pooled [B, D] rows of this rank's bags (torch.nn.EmbeddingBag's arguments)."""
+        comm = self._pg._live_comm(_OP)
         problem = _problem(input, offsets, per_sample_weights)
         if problem is not None:
-            _C.dist.embedding_failed_checks(self._comm)  # the peers learn of it and raise MismatchError
+            _C.dist.embedding_failed_checks(comm)  # the peers learn of it and raise MismatchError
             raise problem
         if input.dim() == 2:
             bags, length = input.shape
@@ -147,7 +154,7 @@ class ShardedEmbeddingBag(torch.nn.Module):
             input = input.reshape(-1)
             per_sample_weights = None if per_sample_weights is None else per_sample_weights.reshape(-1)
         return _Bag.apply(self.weight, per_sample_weights, input, offsets, self._row_starts, _MODES[self.mode],
-                          self._comm, self)
+                          comm, weakref.ref(self))
 
     # ---- gradients and fused updates ----
 
