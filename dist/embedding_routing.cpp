@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "dist/agreement.h"
 #include "dist/scratch_rows.h"
 #include "ops/error.h"
 
@@ -72,35 +73,10 @@ void check_local(const TensorView& shard, const TensorView& input, const TensorV
                  dtype_name(shard.dtype()), ", got ", dtype_name(psw->dtype()));
 }
 
-std::vector<int64_t> gather_records(const std::vector<int64_t>& mine, const Communicator& comm) {
-  const auto fields = static_cast<int64_t>(mine.size());
-  std::vector<int64_t> every(static_cast<size_t>(comm.size() * fields));
-  all_gather_into_tensor(TensorView(every.data(), DType::Int64, {comm.size(), fields}),
-                         TensorView(const_cast<int64_t*>(mine.data()), DType::Int64, {fields}), comm);
-  return every;
-}
+using agreement::gather_records;
 
 // ok, dim, dtype, mode, weighted, then the W + 1 row_starts.
 constexpr int64_t kFixed = 5;
-
-void raise_disagreement(const std::vector<int64_t>& every, int64_t fields, int world) {
-  std::ostringstream failed;
-  for (int r = 0; r < world; ++r)
-    if (every[r * fields] != 0) failed << (failed.tellp() > 0 ? ", " : "") << r;
-  if (failed.tellp() > 0)
-    detail::raise<MismatchError>(kOp, "rank(s) [", failed.str(),
-                                 "] of the group failed their argument checks (their own errors say why)");
-  for (int64_t i = 1; i < fields; ++i) {
-    bool same = true;
-    for (int r = 1; r < world; ++r) same = same && every[r * fields + i] == every[i];
-    if (same) continue;
-    const char* names[] = {"embedding_dim", "dtype", "mode", "per_sample_weights presence"};
-    std::ostringstream got;
-    for (int r = 0; r < world; ++r) got << (r ? ", " : "") << "rank " << r << ": " << every[r * fields + i];
-    detail::raise<MismatchError>(kOp, "expected every rank to use the same ", i < kFixed ? names[i - 1] : "sharding",
-                                 i < kFixed ? "" : " (row_starts)", ", got ", got.str());
-  }
-}
 
 }  // namespace
 
@@ -125,7 +101,9 @@ void check_and_agree(const TensorView& shard, const TensorView& input, const Ten
   for (int r = 0; r <= world; ++r) mine.push_back(ok ? starts[r] : -1);
   const std::vector<int64_t> every = gather_records(mine, comm);
   if (problem) std::rethrow_exception(problem);
-  raise_disagreement(every, static_cast<int64_t>(mine.size()), world);
+  const char* names[] = {"embedding_dim", "dtype", "mode", "per_sample_weights presence"};
+  agreement::raise_mismatches(
+      kOp, every, world, [&](int64_t i) { return std::string(i < kFixed ? names[i - 1] : "sharding (row_starts)"); });
 }
 
 Tensor plan_requests(const TensorView& input, const TensorView& offsets, const TensorView* psw,
