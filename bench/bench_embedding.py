@@ -25,13 +25,13 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one thread per rank on both sides (the ranks share the cores)
 
 import torch  # noqa: E402
 
 import scatterx.distributed as sxd  # noqa: E402
+from dist_timing import alternate  # noqa: E402
 
 
 def make_bags(batch, rows, ids, seed):
@@ -84,12 +84,6 @@ class TorchShardedBag:
         return torch.zeros(len(lengths), partial.shape[1]).index_add_(0, part_bag, parts)
 
 
-def slowest(seconds):
-    t = torch.tensor([seconds], dtype=torch.float64)
-    sxd.all_reduce(t, op=sxd.ReduceOp.MAX)
-    return float(t[0])
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tables", type=int, default=4)
@@ -123,16 +117,7 @@ def main() -> int:
             return [b.forward(x, n) for b, (x, _, n) in zip(torch_bags, inputs)]
 
     ok = all(torch.allclose(a, b, rtol=1e-4, atol=1e-4) for a, b in zip(run("scatterx"), run("torch")))
-    times = {"scatterx": [], "torch": []}
-    for rep in range(args.reps + 1):
-        for side in (("scatterx", "torch") if rep % 2 == 0 else ("torch", "scatterx")):
-            sxd.barrier()
-            tdist.barrier()
-            start = time.perf_counter()
-            run(side)
-            elapsed = slowest(time.perf_counter() - start)
-            if rep > 0:
-                times[side].append(elapsed)
+    times = alternate(run, args.reps)
     totals = torch.tensor([ids], dtype=torch.int64)
     sxd.all_reduce(totals)
     oks = torch.tensor([int(ok)], dtype=torch.int64)

@@ -18,17 +18,12 @@
 
 namespace nb = nanobind;
 namespace dist = scatterx::dist;
+namespace py = scatterx::python;  // the DLPack conversions of arrays.h
 
 namespace {
 
-using scatterx::Tensor;
+using py::view_of;
 using scatterx::TensorView;
-using scatterx::python::Framework;
-using scatterx::python::InArray;
-using scatterx::python::OutArray;
-using scatterx::python::to_python;
-using scatterx::python::view_of;
-using scatterx::python::without_gil;
 
 constexpr const char* kOp = "ShardedEmbeddingBag";
 
@@ -36,29 +31,31 @@ struct PyEmbeddingBagHandle {
   std::shared_ptr<const dist::EmbeddingBagHandle> handle;
 };
 
-nb::object forward(const InArray& shard, const InArray& input, const InArray& offsets,
-                   const std::optional<InArray>& per_sample_weights, const std::vector<int64_t>& row_starts, int mode,
-                   const dist::Communicator& comm, Framework framework) {
+nb::object forward(const py::InArray& shard, const py::InArray& input, const py::InArray& offsets,
+                   const std::optional<py::InArray>& per_sample_weights, const std::vector<int64_t>& row_starts,
+                   int mode, const dist::Communicator& comm, py::Framework framework) {
   const TensorView sv = view_of(shard, kOp, "weight");
   const TensorView iv = view_of(input, kOp, "input");
   const TensorView ov = view_of(offsets, kOp, "offsets");
   TensorView wv;
   if (per_sample_weights) wv = view_of(*per_sample_weights, kOp, "per_sample_weights");
   const TensorView* w = per_sample_weights ? &wv : nullptr;
-  dist::EmbeddingBagForward r = without_gil(
+  dist::EmbeddingBagForward r = py::without_gil(
       [&] { return dist::embedding_bag_forward(sv, iv, ov, w, row_starts, static_cast<dist::BagMode>(mode), comm); });
-  return nb::make_tuple(to_python(std::move(r.out), framework), PyEmbeddingBagHandle{std::move(r.handle)});
+  return nb::make_tuple(py::to_python(std::move(r.out), framework), PyEmbeddingBagHandle{std::move(r.handle)});
 }
 
-nb::object backward(const InArray& grad_out, const InArray& shard, const PyEmbeddingBagHandle& h, bool weights_grad,
-                    Framework framework) {
+nb::object backward(const py::InArray& grad_out, const py::InArray& shard, const PyEmbeddingBagHandle& h,
+                    bool weights_grad, py::Framework framework) {
   const char* op = "ShardedEmbeddingBag.backward";
   const TensorView g = view_of(grad_out, op, "grad_output");
   const TensorView s = view_of(shard, op, "weight");
-  dist::EmbeddingBagGrads r = without_gil([&] { return dist::embedding_bag_backward(g, s, *h.handle, weights_grad); });
+  dist::EmbeddingBagGrads r =
+      py::without_gil([&] { return dist::embedding_bag_backward(g, s, *h.handle, weights_grad); });
   nb::object gw = nb::none();
-  if (weights_grad && h.handle->weighted) gw = to_python(std::move(r.grad_per_sample_weights), framework);
-  return nb::make_tuple(to_python(std::move(r.row_ids), framework), to_python(std::move(r.rows), framework), gw);
+  if (weights_grad && h.handle->weighted) gw = py::to_python(std::move(r.grad_per_sample_weights), framework);
+  return nb::make_tuple(py::to_python(std::move(r.row_ids), framework), py::to_python(std::move(r.rows), framework),
+                        gw);
 }
 
 }  // namespace
@@ -81,36 +78,36 @@ void register_embedding(nb::module_& m) {
         "Returns (row_ids, rows, grad_per_sample_weights or None).");
   d.def(
       "embedding_failed_checks",
-      [](const dist::Communicator& comm) { without_gil([&] { dist::embedding_detail::agree_as_failed(comm); }); },
+      [](const dist::Communicator& comm) { py::without_gil([&] { dist::embedding_detail::agree_as_failed(comm); }); },
       nb::arg("comm"), "Takes part in the forward's agreement as a rank whose own checks failed.");
   d.def(
       "embedding_dense_grad",
-      [](const InArray& row_ids, const InArray& rows, int64_t shard_rows, Framework framework) {
+      [](const py::InArray& row_ids, const py::InArray& rows, int64_t shard_rows, py::Framework framework) {
         const TensorView i = view_of(row_ids, kOp, "row_ids");
         const TensorView r = view_of(rows, kOp, "rows");
-        return to_python(without_gil([&] { return dist::embedding_dense_grad(i, r, shard_rows); }), framework);
+        return py::to_python(py::without_gil([&] { return dist::embedding_dense_grad(i, r, shard_rows); }), framework);
       },
       nb::arg("row_ids"), nb::arg("rows"), nb::arg("shard_rows"), nb::arg("framework"));
   d.def(
       "embedding_sgd_update",
-      [](const OutArray& weight, const InArray& row_ids, const InArray& rows, double lr) {
+      [](const py::OutArray& weight, const py::InArray& row_ids, const py::InArray& rows, double lr) {
         const char* op = "ShardedEmbeddingBag.sgd_update";
         const TensorView w = view_of(weight, op, "weight");
         const TensorView i = view_of(row_ids, op, "row_ids");
         const TensorView r = view_of(rows, op, "rows");
-        without_gil([&] { dist::embedding_sgd_update(w, i, r, lr); });
+        py::without_gil([&] { dist::embedding_sgd_update(w, i, r, lr); });
       },
       nb::arg("weight"), nb::arg("row_ids"), nb::arg("rows"), nb::arg("lr"));
   d.def(
       "embedding_adagrad_update",
-      [](const OutArray& weight, const OutArray& state_sum, const InArray& row_ids, const InArray& rows, double lr,
-         double eps) {
+      [](const py::OutArray& weight, const py::OutArray& state_sum, const py::InArray& row_ids, const py::InArray& rows,
+         double lr, double eps) {
         const char* op = "ShardedEmbeddingBag.adagrad_update";
         const TensorView w = view_of(weight, op, "weight");
         const TensorView s = view_of(state_sum, op, "state_sum");
         const TensorView i = view_of(row_ids, op, "row_ids");
         const TensorView r = view_of(rows, op, "rows");
-        without_gil([&] { dist::embedding_adagrad_update(w, s, i, r, lr, eps); });
+        py::without_gil([&] { dist::embedding_adagrad_update(w, s, i, r, lr, eps); });
       },
       nb::arg("weight"), nb::arg("state_sum"), nb::arg("row_ids"), nb::arg("rows"), nb::arg("lr"), nb::arg("eps"));
 }
