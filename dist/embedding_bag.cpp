@@ -25,7 +25,7 @@ using embedding_detail::with_float;
 using scratch::scratch_rows;
 
 Tensor iota(int64_t n) {
-  Tensor t = Tensor::empty({n}, DType::Int64);
+  Tensor t = scratch::scratch_vector(n, DType::Int64);
   for (int64_t i = 0; i < n; ++i) t.data_as<int64_t>()[i] = i;
   return t;
 }
@@ -34,6 +34,20 @@ std::vector<int64_t> starts_of(const std::vector<int64_t>& splits) {
   std::vector<int64_t> s(splits.size(), 0);
   for (size_t i = 1; i < splits.size(); ++i) s[i] = s[i - 1] + splits[i - 1];
   return s;
+}
+
+// The requests to their owners: the counts first, then the rows into a
+// scratch block (all_to_all_v would receive them into fresh pages).
+Tensor exchange_ids(const TensorView& meta, EmbeddingBagHandle& h) {
+  const int world = h.comm.size();
+  h.id_recv_splits.assign(static_cast<size_t>(world), 0);
+  all_to_all_single(TensorView(h.id_recv_splits.data(), DType::Int64, {world}),
+                    TensorView(h.id_send_splits.data(), DType::Int64, {world}), {}, {}, h.comm);
+  int64_t received = 0;
+  for (int64_t n : h.id_recv_splits) received += n;
+  Tensor got = scratch_rows(received, meta.size(1), DType::Int64);
+  all_to_all_single(got, meta, h.id_recv_splits, h.id_send_splits, h.comm);
+  return got;
 }
 
 // Max on the owner: each partial's columns and the received id that won each
@@ -170,9 +184,8 @@ EmbeddingBagForward embedding_bag_forward(const TensorView& shard, const TensorV
   h->weighted = psw != nullptr;
   // Ids to their owners, pooled there into one partial per (source, bag).
   Tensor meta = embedding_detail::plan_requests(input, offsets, psw, row_starts, *h);
-  AllToAllVResult got = all_to_all_v(meta, h->id_send_splits, comm);
-  h->id_recv_splits = got.recv_splits;
-  Tensor indptr = embedding_detail::plan_parts(got.output, *h);
+  Tensor got = exchange_ids(meta, *h);
+  Tensor indptr = embedding_detail::plan_parts(got, *h);
   Tensor block_arg;
   Tensor partial = mode == BagMode::Max
                        ? pool_max(shard, indptr, *h, &block_arg)

@@ -114,8 +114,8 @@ Tensor plan_requests(const TensorView& input, const TensorView& offsets, const T
   const int64_t cols = h.weighted ? 3 : 2;
   // Owner and bag of each id; ids per owner and bags per owner (a bag counts
   // once per owner it has ids on).
-  std::vector<int> owner(static_cast<size_t>(n));
-  std::vector<int64_t> bag(static_cast<size_t>(n));
+  Tensor owner_bag = scratch::scratch_rows(n, 2, DType::Int64);  // per id: its owner and its bag
+  auto* owner = owner_bag.data_as<int64_t>();
   h.id_send_splits.assign(static_cast<size_t>(world), 0);
   h.part_recv_splits.assign(static_cast<size_t>(world), 0);
   std::vector<int64_t> last_bag(static_cast<size_t>(world), -1);
@@ -124,8 +124,8 @@ Tensor plan_requests(const TensorView& input, const TensorView& offsets, const T
     for (; i < end; ++i) {
       const int64_t id = index_at(input, i);
       const int o = static_cast<int>(std::upper_bound(starts.begin(), starts.end(), id) - starts.begin()) - 1;
-      owner[i] = o;
-      bag[i] = b;
+      owner[2 * i] = o;
+      owner[2 * i + 1] = b;
       ++h.id_send_splits[o];
       if (last_bag[o] != b) ++h.part_recv_splits[o];
       last_bag[o] = b;
@@ -138,20 +138,21 @@ Tensor plan_requests(const TensorView& input, const TensorView& offsets, const T
   }
   const int64_t parts = next_part[world - 1] + h.part_recv_splits[world - 1];
   Tensor meta = scratch::scratch_rows(n, cols, DType::Int64);
-  h.sent_pos = Tensor::empty({n}, DType::Int64);
-  h.part_bag = Tensor::empty({parts}, DType::Int64);
+  h.sent_pos = scratch::scratch_vector(n, DType::Int64);
+  h.part_bag = scratch::scratch_vector(parts, DType::Int64);
   auto* m = meta.data_as<int64_t>();
   auto* pos = h.sent_pos.data_as<int64_t>();
   auto* part_bag = h.part_bag.data_as<int64_t>();
   std::fill(last_bag.begin(), last_bag.end(), -1);
   for (int64_t i = 0; i < n; ++i) {
-    const int o = owner[i];
+    const int64_t o = owner[2 * i];
+    const int64_t b = owner[2 * i + 1];
     const int64_t s = next_id[o]++;
     pos[s] = i;
     m[s * cols] = index_at(input, i) - starts[o];
-    m[s * cols + 1] = bag[i];
-    if (last_bag[o] != bag[i]) part_bag[next_part[o]++] = bag[i];
-    last_bag[o] = bag[i];
+    m[s * cols + 1] = b;
+    if (last_bag[o] != b) part_bag[next_part[o]++] = b;
+    last_bag[o] = b;
   }
   with_float(h.dtype, [&](auto zero) {
     using T = decltype(zero);
@@ -178,8 +179,8 @@ Tensor plan_parts(const TensorView& received, EmbeddingBagHandle& h) {
   const int64_t n = received.size(0);
   const int64_t cols = received.size(1);
   const auto* m = static_cast<const int64_t*>(received.data());
-  h.recv_row = Tensor::empty({n}, DType::Int64);
-  h.recv_part = Tensor::empty({n}, DType::Int64);
+  h.recv_row = scratch::scratch_vector(n, DType::Int64);
+  h.recv_part = scratch::scratch_vector(n, DType::Int64);
   auto* row = h.recv_row.data_as<int64_t>();
   auto* part = h.recv_part.data_as<int64_t>();
   h.part_send_splits.assign(static_cast<size_t>(world), 0);

@@ -15,6 +15,11 @@ Tensor scratch_rows(int64_t rows, int64_t cols, DType dtype) {
                        }));
 }
 
+Tensor scratch_vector(int64_t n, DType dtype) {
+  Tensor rows = scratch_rows(n, 1, dtype);
+  return Tensor::adopt(rows.view({n}), std::make_shared<Tensor>(rows));
+}
+
 Tensor gather_scatter_to_scratch(const TensorView& x, const TensorView& src, const TensorView& dst,
                                  const TensorView* weight, int64_t num_out, const char* op) {
   const int64_t edges = src.numel();

@@ -15,6 +15,8 @@ namespace scatterx::dist::scratch {
 // A [rows, cols] tensor over a block of the scratch cache (uninitialized),
 // given back to the cache when the last copy of the tensor goes.
 Tensor scratch_rows(int64_t rows, int64_t cols, DType dtype);
+// The same for a 1-d [n] tensor.
+Tensor scratch_vector(int64_t n, DType dtype);
 
 // gather_scatter(x, src, dst, Sum, weight, num_out) into scratch rows: its
 // kernel called directly, as its front end would after its checks (the
