@@ -199,8 +199,8 @@ EmbeddingBagForward embedding_bag_forward(const TensorView& shard, const TensorV
     Tensor pos = exchange_args(block_arg, *h);
     out.out = fold_max(parts, pos, *h);
   } else {
-    out.out = gather_scatter(parts, iota(parts.size(0)), h->part_bag, Reduce::Sum,
-                             mode == BagMode::Mean ? &h->part_scale : nullptr, h->bags);
+    out.out = scratch::gather_scatter_to_scratch(parts, TensorView(), h->part_bag,
+                                                 mode == BagMode::Mean ? &h->part_scale : nullptr, h->bags, kOp);
   }
   out.handle = std::move(h);
   return out;

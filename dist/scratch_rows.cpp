@@ -22,10 +22,14 @@ Tensor scratch_vector(int64_t n, DType dtype) {
 
 Tensor gather_scatter_to_scratch(const TensorView& x, const TensorView& src, const TensorView& dst,
                                  const TensorView* weight, int64_t num_out, const char* op) {
-  const int64_t edges = src.numel();
+  const int64_t edges = dst.numel();
   const int64_t features = x.dim() == 2 ? x.size(1) : 0;
-  if (!x.is_contiguous() || x.dim() != 2 || edges == 0 || features == 0)
-    return gather_scatter(x, src, dst, Reduce::Sum, weight, num_out);
+  if (!x.is_contiguous() || x.dim() != 2 || edges == 0 || features == 0) {
+    if (src.data() != nullptr) return gather_scatter(x, src, dst, Reduce::Sum, weight, num_out);
+    Tensor identity = Tensor::empty({edges}, DType::Int64);
+    for (int64_t e = 0; e < edges; ++e) identity.data_as<int64_t>()[e] = e;
+    return gather_scatter(x, identity, dst, Reduce::Sum, weight, num_out);
+  }
   Tensor out = scratch_rows(num_out, features, x.dtype());
   scatterx::detail::GatherScatterArgs a;
   a.op = op;

@@ -20,9 +20,11 @@ Tensor scratch_vector(int64_t n, DType dtype);
 
 // gather_scatter(x, src, dst, Sum, weight, num_out) into scratch rows: its
 // kernel called directly, as its front end would after its checks (the
-// indices are the caller's own plans, trusted). Every one of the num_out rows
-// must have at least one edge. Falls back to gather_scatter when x is not
-// contiguous or there is nothing to fold.
+// indices are the caller's own plans, trusted; src with no data means the
+// identity, edge e reads row e). Every row is written, 0 where no edge
+// lands. Falls back to gather_scatter when x is not contiguous or there is
+// nothing to fold. The result may be handed to users: its block returns to
+// the cache when the last copy goes.
 Tensor gather_scatter_to_scratch(const TensorView& x, const TensorView& src, const TensorView& dst,
                                  const TensorView* weight, int64_t num_out, const char* op);
 
