@@ -141,6 +141,20 @@ def test_adagrad_step_and_sparse_grad():
     torch.testing.assert_close(bag.weight.detach(), ref.detach()[lo:hi])
 
 
+def test_sparse_grad_accumulates_like_weight_grad():
+    torch = _torch()
+    full = table(torch.float64)
+    bag = dist.ShardedEmbeddingBag.from_pretrained(full, freeze=False, mode="sum")
+    x, offsets, _, grad = batch(RANK, "zipf")
+    for _ in range(2):
+        (bag(x, offsets) * grad).sum().backward()  # two passes: both summed
+    row_ids, rows = bag.sparse_grad
+    torch.testing.assert_close(bag.weight.grad[row_ids], rows)
+    bag.zero_grad()  # set_to_none: the next pass starts afresh
+    (bag(x, offsets) * grad).sum().backward()
+    torch.testing.assert_close(bag.sparse_grad[1] * 2, rows)
+
+
 def test_collection_and_determinism():
     torch = _torch()
     fulls = [table(torch.float32, rows) for rows in (29, 11, 7)]

@@ -16,7 +16,8 @@ fixed orders everywhere, bit-identical across runs). The work is done by the C++
 
 Gradients: ``weight.grad`` is dense (like torch) or, with ``sparse=True``, a coalesced sparse COO tensor
 (torch.optim.SGD / Adagrad take either). The same gradient as coalesced rows ``(row_ids, rows)`` is kept in
-``bag.sparse_grad`` (summed over the backward passes since the last step) for the fused updates
+``bag.sparse_grad`` (summed like ``weight.grad``: over the backward passes since the last step or
+``zero_grad()``) for the fused updates
 :meth:`ShardedEmbeddingBag.sgd_step` and :meth:`ShardedEmbeddingBag.adagrad_step`, which touch only those rows.
 
 Collective: every rank of the group calls the forward and the backward (``loss.backward()``) in the same order.
@@ -65,6 +66,8 @@ class _Bag(torch.autograd.Function):
         grad_weight = None
         bag = ctx.bag()
         if ctx.needs_input_grad[0] and bag is not None:
+            if bag.weight.grad is None:  # zero_grad() (set_to_none) ran: start afresh, as weight.grad does
+                bag.sparse_grad = None
             bag._add_sparse_grad(row_ids, rows)
             grad_weight = bag._grad_of(row_ids, rows)
         return grad_weight, grad_psw, None, None, None, None, None, None
