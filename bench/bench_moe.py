@@ -28,7 +28,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 # One thread per rank on both sides (set before torch and scatterx start OpenMP): the ranks already share
 # the cores, and idle OpenMP threads spinning at barriers would take them from the working ranks.
@@ -38,6 +37,7 @@ import torch  # noqa: E402
 
 import scatterx.distributed as sxd  # noqa: E402
 from scatterx.distributed import moe  # noqa: E402
+from dist_timing import alternate  # noqa: E402
 
 
 def routing(tokens, experts, k, rank, seed=0):
@@ -85,12 +85,6 @@ def scatterx_dispatch_combine(x, idx, w, experts):
     return y, sum(n for r, n in enumerate(handle.send_splits) if r != sxd.get_rank())
 
 
-def slowest(seconds):
-    t = torch.tensor([seconds], dtype=torch.float64)
-    sxd.all_reduce(t, op=sxd.ReduceOp.MAX)
-    return float(t[0])
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tokens", type=int, default=8192)
@@ -114,19 +108,8 @@ def main() -> int:
         y_sx, rows_sx = scatterx_dispatch_combine(x, idx, w, args.experts)
         y_t, rows_t = torch_dispatch_combine(x, idx, w, args.experts, world, None)
         ok = torch.allclose(y_sx.float(), y_t.float(), rtol=2e-2, atol=2e-2)
-        times = {"scatterx": [], "torch": []}
-        for rep in range(args.reps + 1):
-            for side in (("scatterx", "torch") if rep % 2 == 0 else ("torch", "scatterx")):
-                sxd.barrier()
-                tdist.barrier()
-                start = time.perf_counter()
-                if side == "scatterx":
-                    scatterx_dispatch_combine(x, idx, w, args.experts)
-                else:
-                    torch_dispatch_combine(x, idx, w, args.experts, world, None)
-                elapsed = slowest(time.perf_counter() - start)
-                if rep > 0:
-                    times[side].append(elapsed)
+        times = alternate(lambda side: scatterx_dispatch_combine(x, idx, w, args.experts) if side == "scatterx"
+                          else torch_dispatch_combine(x, idx, w, args.experts, world, None), args.reps)
 
     local = args.experts // world
     owner = idx // local

@@ -7,32 +7,21 @@
 
 #include "dist/moe.h"
 #include "dist/moe_routing.h"
+#include "dist/scratch_rows.h"
 #include "ops/error.h"
 #include "ops/gather/gather.h"
 #include "ops/gather_scatter/gather_dot.h"
 #include "ops/gather_scatter/gather_scatter.h"
-#include "ops/runtime/memory.h"
 
 namespace scatterx::dist {
 namespace {
 
-// A [rows, cols] intermediate over a block of the scratch cache: fresh pages
-// for each call's send and receive buffers would be zero-filled by the kernel
-// first, one more pass over the rows.
-Tensor scratch_rows(int64_t rows, int64_t cols, DType dtype) {
-  const auto bytes = static_cast<size_t>(rows * cols * element_size(dtype));
-  const auto [block, capacity] = detail::scratch_acquire(bytes);
-  return Tensor::adopt(TensorView(block, dtype, {rows, cols}),
-                       std::shared_ptr<void>(block, [c = capacity](void* p) { detail::scratch_release(p, c); }));
-}
+using scratch::scratch_rows;
 
 // The experts' rows folded into their received rows, weighted (or not: weight
-// null), into a scratch block: gather_scatter's front end returns a fresh
-// tensor, which the kernel would zero-fill page by page, one more pass.
+// null), into a scratch block (every received row has at least one pair).
 Tensor fold_to_received(const TensorView& rows, const TensorView* weight, const MoeHandle& h) {
-  Tensor out = scratch_rows(h.received, h.hidden, rows.dtype());
-  gather_scatter_out(out, rows, h.expert_row, h.received_row, Reduce::Sum, weight);
-  return out;
+  return scratch::gather_scatter_to_scratch(rows, h.expert_row, h.received_row, weight, h.received, "moe");
 }
 
 // rows [n, H] to the ranks that sent the tokens: the transpose of dispatch's row exchange.

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "dist/agreement.h"
 #include "ops/dispatch.h"
 #include "ops/error.h"
 
@@ -95,14 +96,7 @@ void check_local(const TensorView& x, const TensorView& idx, const TensorView& w
   }
 }
 
-// The all-gathered records, [world][fields] flattened.
-std::vector<int64_t> gather_records(const std::vector<int64_t>& mine, const Communicator& comm) {
-  const auto fields = static_cast<int64_t>(mine.size());
-  std::vector<int64_t> every(static_cast<size_t>(comm.size() * fields));
-  all_gather_into_tensor(TensorView(every.data(), DType::Int64, {comm.size(), fields}),
-                         TensorView(const_cast<int64_t*>(mine.data()), DType::Int64, {fields}), comm);
-  return every;
-}
+using agreement::gather_records;
 
 constexpr int64_t kFields = 7;
 
@@ -132,24 +126,10 @@ void check_and_agree(const TensorView& x, const TensorView& topk_idx, const Tens
                                      ok ? static_cast<int64_t>(x.dtype()) : -1,
                                      options.capacity_factor ? std::llround(*options.capacity_factor * 1e6) : -1,
                                      options.pad_to_multiple};
-  const int64_t fields = kFields;
   const std::vector<int64_t> every = gather_records(mine, comm);
   if (problem) std::rethrow_exception(problem);
-  std::ostringstream failed;
-  for (int r = 0; r < world; ++r)
-    if (every[r * fields] != 0) failed << (failed.tellp() > 0 ? ", " : "") << r;
-  if (failed.tellp() > 0)
-    detail::raise<MismatchError>(kOp, "rank(s) [", failed.str(),
-                                 "] of the group failed their argument checks (their own errors say why)");
   const char* names[] = {"num_experts", "k", "hidden size", "x dtype", "capacity_factor", "pad_to_multiple"};
-  for (int64_t i = 1; i < fields; ++i) {
-    bool same = true;
-    for (int r = 1; r < world; ++r) same = same && every[r * fields + i] == every[i];
-    if (same) continue;
-    std::ostringstream got;
-    for (int r = 0; r < world; ++r) got << (r ? ", " : "") << "rank " << r << ": " << every[r * fields + i];
-    detail::raise<MismatchError>(kOp, "expected every rank to use the same ", names[i - 1], ", got ", got.str());
-  }
+  agreement::raise_mismatches(kOp, every, world, [&](int64_t i) { return std::string(names[i - 1]); });
 }
 
 SendPlan plan_sends(const TensorView& topk_idx, const TensorView& topk_weights, DType x_dtype, int64_t num_experts,

@@ -21,8 +21,9 @@ void register_segment_ops(nb::module_& m);         // segment_module.cpp
 void register_gather_scatter_ops(nb::module_& m);  // gather_scatter_module.cpp
 
 #if SCATTERX_PY_WITH_DIST
-void register_dist(nb::module_& m);  // dist_module.cpp: the submodule _C.dist
-void register_moe(nb::module_& m);   // moe_module.cpp: _C.dist's MoE functions
+void register_dist(nb::module_& m);       // dist_module.cpp: the submodule _C.dist
+void register_moe(nb::module_& m);        // moe_module.cpp: _C.dist's MoE functions
+void register_embedding(nb::module_& m);  // embedding_module.cpp: _C.dist's sharded embedding bags
 #endif
 
 namespace {
@@ -269,5 +270,6 @@ NB_MODULE(_C, m) {
 #if SCATTERX_PY_WITH_DIST
   register_dist(m);  // after register_errors' translator, so that the dist errors' own translator is tried first
   register_moe(m);
+  register_embedding(m);
 #endif
 }

@@ -92,7 +92,6 @@ from ._collectives import (
     reduce_scatter_tensor,
 )
 from ._p2p import P2POp, batch_isend_irecv, irecv, isend, monitored_barrier, recv, send
-from .halo import HaloExchange, build_halo
 from ._rooted import all_gather_object, broadcast_object_list, gather, gather_object, reduce, scatter
 
 __all__ = [
@@ -105,4 +104,18 @@ __all__ = [
     "reduce_scatter_tensor", "gather", "scatter", "reduce", "all_gather_object", "broadcast_object_list",
     "gather_object", "P2POp", "batch_isend_irecv", "irecv", "isend", "monitored_barrier", "recv", "send",
     "HaloExchange", "build_halo",
+    "ShardedEmbeddingBag", "ShardedEmbeddingBagCollection",
 ]
+
+
+# The torch layers, imported on first use: the collectives need no torch.
+_TORCH_LAYERS = {"ShardedEmbeddingBag": "embedding", "ShardedEmbeddingBagCollection": "embedding",
+                 "HaloExchange": "halo", "build_halo": "halo"}
+
+
+def __getattr__(name):
+    if name in _TORCH_LAYERS:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_TORCH_LAYERS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
