@@ -7,7 +7,8 @@
 #      (torch is installed too, so the torch comparisons and autograd
 #      checks run; SCATTERX_TORCH=0 skips it and those tests say so),
 #      then tests/python_dist under mpirun with 1, 2, 3 and 4 ranks (and
-#      examples/moe_layer.py and examples/graphsage_dist.py with 2 and 4),
+#      examples/moe_layer.py, graphsage_dist.py and embedding_bag_dist.py
+#      with 2 and 4),
 #      and with 3
 #      ranks through the emulated device paths of dist/device.h
 #      (scatterx.distributed; mpi4py's tests skip if it did not install),
@@ -53,6 +54,9 @@ if "$SCATTERX_VENV/bin/python" -c "import scatterx._C as c; assert hasattr(c, 'd
       echo "-- examples/graphsage_dist.py, $n ranks"
       (cd "$SCATTERX_ROOT" && timeout 300 mpirun --allow-run-as-root --oversubscribe -n "$n" \
         env OMP_NUM_THREADS=1 "$SCATTERX_VENV/bin/python" examples/graphsage_dist.py)
+      echo "-- examples/embedding_bag_dist.py, $n ranks (timed on a smaller table)"
+      (cd "$SCATTERX_ROOT" && timeout 300 mpirun --allow-run-as-root --oversubscribe -n "$n" \
+        env OMP_NUM_THREADS=1 "$SCATTERX_VENV/bin/python" examples/embedding_bag_dist.py --rows 100000 --batch 2048)
     done
   fi
   echo "-- 3 ranks, through the CUDA tensors' paths on an emulated device (dist/device.h)"
