@@ -46,8 +46,11 @@
 // - Faults (tests/dist/faults_test.cpp, fault_scenarios.cpp):
 //     a straggler (a rank that never joins): every rank waiting for it
 //       raises TimeoutError after the timeout (plus the time to notice, a
-//       fraction of a second), naming the collective, this rank and the
-//       ranks it was waiting for; the straggler itself is not told. Every
+//       fraction of a second), naming the collective, this rank and what it
+//       was waiting for: its peer in rings, trees and the shared-memory
+//       path ("waiting for rank 3", which may be a rank itself stuck behind
+//       the straggler), "the other ranks" in the all-to-alls and setup
+//       steps that wait on everyone; the straggler itself is not told. Every
 //       wait of a collective is bounded, shared-memory setup included; only
 //       making a communicator (world, split: MPI_Comm_dup/split) blocks in
 //       MPI without a bound;

@@ -143,7 +143,7 @@ TEST_F(FaultsTest, UnusableAfterTimeoutRaisesAtOnce) {
     for (const auto& [name, call] : calls) {
       const auto start = std::chrono::steady_clock::now();
       const std::string msg = expect_throws<scatterx::Error>(call);
-      EXPECT_LT(seconds_since(start), 0.25) << name << " did not raise at once";
+      EXPECT_LT(seconds_since(start), 0.4) << name << " did not raise at once (the timeout is 0.5 s)";
       EXPECT_TRUE(mentions(msg, {"unusable", "all_reduce", "timed out"})) << name << ": " << msg;
     }
   }
