@@ -12,6 +12,10 @@
 //       every rank queues async all_reduces on a communicator it never
 //       destroys (leaked, and one more in static storage) and returns from
 //       main without waiting: the job must exit 0.
+//   scatterx_dist_fault_scenarios exit-with-stuck-work
+//       as above, but rank 0's queued all_reduce is one the others never
+//       join: rank 0's exit waits for it to time out (SCATTERX_DIST_TIMEOUT),
+//       then the job exits 0.
 //
 // Each survivor prints what its all_reduce did ("returned", or the error);
 // under mpirun (Open MPI 4.1) the job is normally torn down before that.
@@ -70,16 +74,16 @@ int sigkill(const std::string& scenario, int64_t mib) {
   return 3;  // a survivor reaching here fails the job too
 }
 
-int exit_without_destroy() {
+int exit_without_destroy(bool stuck) {
   static dist::Communicator in_static_storage = dist::Communicator::world();
   auto* leaked = new dist::Communicator(dist::Communicator::world());
   for (const dist::Communicator* c : {leaked, &in_static_storage}) {
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < (stuck ? (c->rank() == 0 ? 1 : 0) : 4); ++k) {
       auto* t = new Tensor(Tensor::zeros({1 << 20}, DType::Float32));  // alive until exit, as the Work needs
       dist::all_reduce_async(*t, dist::ReduceOp::Sum, *c);
     }
   }
-  std::printf("exit-without-destroy: rank %d leaves main\n", leaked->rank());
+  std::printf("%s: rank %d leaves main\n", stuck ? "exit-with-stuck-work" : "exit-without-destroy", leaked->rank());
   std::fflush(stdout);
   return 0;
 }
@@ -91,7 +95,10 @@ int main(int argc, char** argv) {
   if (scenario == "sigkill-mid" || scenario == "sigkill-before") {
     return sigkill(scenario, argc > 2 ? std::atoll(argv[2]) : 256);
   }
-  if (scenario == "exit-without-destroy") return exit_without_destroy();
-  std::fprintf(stderr, "usage: %s sigkill-mid [MiB] | sigkill-before | exit-without-destroy\n", argv[0]);
+  if (scenario == "exit-without-destroy" || scenario == "exit-with-stuck-work") {
+    return exit_without_destroy(scenario == "exit-with-stuck-work");
+  }
+  std::fprintf(stderr, "usage: %s sigkill-mid [MiB] | sigkill-before | exit-without-destroy | exit-with-stuck-work\n",
+               argv[0]);
   return 2;
 }
