@@ -13,8 +13,9 @@
 
 namespace scatterx::dist {
 
-static Work all_reduce_impl(const TensorView& tensor, ReduceOp reduce_op, const Communicator& comm, bool async) {
-  const char* op = "all_reduce";
+// `op` names the call in errors (barrier() is an all_reduce too).
+static Work all_reduce_impl(const TensorView& tensor, ReduceOp reduce_op, const Communicator& comm, bool async,
+                            const char* op = "all_reduce") {
   const int ws = comm.size();
   auto check = [&] {
     check_output(op, "tensor", tensor);
@@ -65,7 +66,7 @@ void all_reduce(const TensorView& tensor, ReduceOp op, const Communicator& comm)
 
 void barrier(const Communicator& comm) {
   int64_t nothing = 0;
-  all_reduce_impl(TensorView(&nothing, DType::Int64, {}), ReduceOp::Sum, comm, false).wait();
+  all_reduce_impl(TensorView(&nothing, DType::Int64, {}), ReduceOp::Sum, comm, false, "barrier").wait();
 }
 
 }  // namespace scatterx::dist

@@ -39,7 +39,42 @@
 // - Async: the *_async forms queue the collective on the communicator's
 //   progress thread and return a Work; the tensors must stay alive and
 //   untouched until wait() returns. Collectives on one communicator run in
-//   the order they were called. Errors surface from wait().
+//   the order they were called. An argument error found at the call raises
+//   there; an error that arises while the collective runs (mismatch,
+//   timeout, MPI error) surfaces from wait() on the rank where it arose,
+//   and the collectives queued before and after it are unaffected.
+// - Faults (tests/dist/faults_test.cpp, fault_scenarios.cpp):
+//     a straggler (a rank that never joins): every rank waiting for it
+//       raises TimeoutError after the timeout (plus the time to notice, a
+//       fraction of a second), naming the collective, this rank and what it
+//       was waiting for: its peer in rings, trees and the shared-memory
+//       path ("waiting for rank 3", which may be a rank itself stuck behind
+//       the straggler), "the other ranks" in the all-to-alls and setup
+//       steps that wait on everyone; the straggler itself is not told. Every
+//       wait of a collective is bounded, shared-memory setup included; only
+//       making a communicator (world, split: MPI_Comm_dup/split) blocks in
+//       MPI without a bound;
+//     recoverable: after ArgumentError, DTypeError or MismatchError (sync or
+//       async, on every rank or on one rank with checks on) nothing has
+//       moved and the communicator runs correct collectives;
+//     not recoverable: after a TimeoutError (or a failed monitored_barrier)
+//       the communicator is unusable on the ranks that raised: every later
+//       call on it (collective, async, split, point-to-point) raises Error
+//       at once, naming the first failure. The ranks that did not raise are
+//       not told; every rank should drop the communicator and make a new one
+//       from a healthy parent (messages of the failed collective may still
+//       be in flight on the old one);
+//     a rank that dies (SIGKILL): under mpirun (Open MPI 4.1) the job is
+//       aborted within about a second, mpirun naming the rank and the
+//       signal and exiting nonzero, and no process is left running. Where
+//       the launcher lets the survivors run on (mpirun --enable-recovery),
+//       they raise TimeoutError as from a straggler;
+//     a communicator destroyed with work in flight: its queued collectives
+//       still run (they hold the communicator) and complete on every rank,
+//       then its progress thread ends; a process that exits without
+//       destroying its communicators first waits for their queued work
+//       (bounded by the timeout), then finalizes MPI (when scatterx
+//       initialized it) and exits normally.
 #pragma once
 
 #include <chrono>

@@ -12,7 +12,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "dist/p2p.h"
 #include "ops/runtime/combine.h"
@@ -66,9 +68,105 @@ void ShmTransport::unmap() {
   staging.clear();
 }
 
-// Called only after a point-to-point handshake, so that a missing rank
-// times out instead of hanging in the blocking calls below.
-//
+namespace {
+
+// The buffers of shm_ready's nonblocking collectives. When a wait times out
+// they are left allocated: MPI may still write them, since a collective's
+// request may be neither cancelled nor freed (the communicator is unusable
+// by then anyway).
+struct SetupMessages {
+  int mine = 0;
+  int all = 0;
+  char name[64] = {};
+  std::vector<char> hosts;
+};
+
+constexpr int kHostBytes = 64;
+
+// Waits for one of shm_ready's nonblocking collectives, against the timeout:
+// a rank that dies (or stops) in the middle of the setup makes the others
+// raise TimeoutError instead of hanging in a blocking collective.
+void wait_setup(Waiter& w, MPI_Request& req, const char* op) {
+  w.poll(
+      [&] {
+        int done = 0;
+        check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), op, "MPI_Test");
+        return done != 0;
+      },
+      "every rank (shared-memory setup)");
+}
+
+// Every rank's flag, combined (min): the verdict every rank ends with.
+bool agree(Communicator::State& s, Waiter& w, SetupMessages& m, int mine, const char* op) {
+  m.mine = mine;
+  MPI_Request req;
+  check_mpi(MPI_Iallreduce(&m.mine, &m.all, 1, MPI_INT, MPI_MIN, s.comm, &req), op, "MPI_Iallreduce");
+  wait_setup(w, req, op);
+  return m.all != 0;
+}
+
+// Whether every rank runs on this host (by host name, as Open MPI's
+// MPI_COMM_TYPE_SHARED decides; MPI_Comm_split_type itself blocks).
+bool one_host(Communicator::State& s, Waiter& w, SetupMessages& m, const char* op) {
+  char host[kHostBytes] = {};
+  if (gethostname(host, sizeof host - 1) != 0) return false;
+  m.hosts.assign(static_cast<size_t>(kHostBytes) * s.size, 0);
+  MPI_Request req;
+  check_mpi(MPI_Iallgather(host, kHostBytes, MPI_CHAR, m.hosts.data(), kHostBytes, MPI_CHAR, s.comm, &req), op,
+            "MPI_Iallgather");
+  wait_setup(w, req, op);
+  for (int p = 0; p < s.size; ++p) {
+    if (std::memcmp(&m.hosts[static_cast<size_t>(kHostBytes) * p], host, kHostBytes) != 0) return false;
+  }
+  return true;
+}
+
+// shm_ready's work: every collective in it is nonblocking and waited for
+// against the timeout.
+bool map_segment(Communicator::State& s, Waiter& w, SetupMessages& m, const char* op) {
+  ShmTransport& t = *s.shm;
+  const bool wanted = s.shared_memory && s.size > 1 && s.size <= kShmMaxRanks;
+  if (!agree(s, w, m, wanted && one_host(s, w, m, op) ? 1 : 0, op)) return false;
+  t.slot_bytes = std::max<int64_t>(64, (s.chunk_bytes + 63) / 64 * 64);
+  const int64_t segment = static_cast<int64_t>(s.size) * kShmSlots * t.slot_bytes;
+  t.bytes = static_cast<size_t>(segment * s.size);
+
+  // Rank 0 creates the segment and sends its name along ("" when it could not).
+  if (s.rank == 0 && !create_segment(m.name, t.bytes)) m.name[0] = 0;
+  MPI_Request req;
+  check_mpi(MPI_Ibcast(m.name, sizeof m.name, MPI_CHAR, 0, s.comm, &req), op, "MPI_Ibcast");
+  wait_setup(w, req, op);
+  if (m.name[0] == 0) return false;
+  int ok = 0;
+  const int fd = shm_open(m.name, O_RDWR, 0600);
+  if (fd >= 0) {
+    void* base = mmap(nullptr, t.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (base != MAP_FAILED) {
+      t.base = static_cast<char*>(base);
+      ok = 1;
+    }
+  }
+  bool all_mapped = false;
+  try {
+    all_mapped = agree(s, w, m, ok, op);
+  } catch (...) {
+    if (s.rank == 0) shm_unlink(m.name);
+    throw;
+  }
+  if (s.rank == 0) shm_unlink(m.name);  // every rank holds its mapping (or gave up)
+  if (!all_mapped) {
+    t.unmap();
+    return false;
+  }
+  t.staging.resize(static_cast<size_t>(s.size));
+  for (int q = 0; q < s.size; ++q) t.staging[static_cast<size_t>(q)] = t.base + segment * q;
+  t.slot_writers.assign(static_cast<size_t>(s.size), {});
+  return true;
+}
+
+}  // namespace
+
 // A POSIX shared-memory segment rather than an MPI window: freeing a window
 // is collective (Open MPI's holds a barrier), and communicators die at
 // different times on different ranks, so windows left to MPI_Finalize get
@@ -78,59 +176,16 @@ bool shm_ready(Communicator::State& s, Waiter& w, const char* op) {
   ShmTransport& t = *s.shm;
   if (t.state != 0) return t.state > 0;
   handshake(s, w, op);
-  auto agree = [&](int mine) {
-    int all = 0;
-    check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, s.comm), op, "MPI_Allreduce");
-    return all != 0;
-  };
-  int ok = s.shared_memory && s.size > 1 && s.size <= kShmMaxRanks ? 1 : 0;
-  MPI_Comm node = MPI_COMM_NULL;
-  if (MPI_Comm_split_type(s.comm, MPI_COMM_TYPE_SHARED, s.rank, MPI_INFO_NULL, &node) != MPI_SUCCESS) ok = 0;
-  int node_size = 0;
-  if (node != MPI_COMM_NULL) {
-    MPI_Comm_size(node, &node_size);
-    MPI_Comm_free(&node);
+  auto m = std::make_unique<SetupMessages>();
+  bool ready = false;
+  try {
+    ready = map_segment(s, w, *m, op);
+  } catch (...) {
+    (void)m.release();  // see SetupMessages
+    throw;
   }
-  if (node_size != s.size) ok = 0;
-  if (!agree(ok)) {
-    t.state = -1;
-    return false;
-  }
-  t.slot_bytes = std::max<int64_t>(64, (s.chunk_bytes + 63) / 64 * 64);
-  const int64_t segment = static_cast<int64_t>(s.size) * kShmSlots * t.slot_bytes;
-  t.bytes = static_cast<size_t>(segment * s.size);
-
-  // Rank 0 creates the segment and sends its name along.
-  char name[64] = {};
-  int created = s.rank == 0 && create_segment(name, t.bytes) ? 1 : 0;
-  check_mpi(MPI_Bcast(&created, 1, MPI_INT, 0, s.comm), op, "MPI_Bcast");
-  if (!created) {
-    t.state = -1;
-    return false;
-  }
-  check_mpi(MPI_Bcast(name, sizeof name, MPI_CHAR, 0, s.comm), op, "MPI_Bcast");
-  ok = 0;
-  const int fd = shm_open(name, O_RDWR, 0600);
-  if (fd >= 0) {
-    void* base = mmap(nullptr, t.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (base != MAP_FAILED) {
-      t.base = static_cast<char*>(base);
-      ok = 1;
-    }
-  }
-  const bool all_mapped = agree(ok);
-  if (s.rank == 0) shm_unlink(name);  // every rank holds its mapping (or gave up)
-  if (!all_mapped) {
-    t.unmap();
-    t.state = -1;
-    return false;
-  }
-  t.staging.resize(static_cast<size_t>(s.size));
-  for (int q = 0; q < s.size; ++q) t.staging[static_cast<size_t>(q)] = t.base + segment * q;
-  t.slot_writers.assign(static_cast<size_t>(s.size), {});
-  t.state = 1;
-  return true;
+  t.state = ready ? 1 : -1;
+  return ready;
 }
 
 namespace {

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <filesystem>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -173,11 +172,6 @@ TEST_F(AsyncTest, TwoCommunicatorsConcurrently) {
   }
   EXPECT_TRUE(holds(x, [&](int64_t i) { return reduce_expected(ReduceOp::Sum, DType::Float32, iota_ranks(ws()), i); }));
   EXPECT_TRUE(holds(y, [&](int64_t i) { return reduce_expected(ReduceOp::Max, DType::Int32, iota_ranks(ws()), i); }));
-}
-
-int64_t thread_count() {
-  const auto tasks = std::filesystem::directory_iterator("/proc/self/task");
-  return std::distance(std::filesystem::begin(tasks), std::filesystem::end(tasks));
 }
 
 // The progress thread may still hold the finished task (and with it the

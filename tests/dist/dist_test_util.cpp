@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <regex>
 #include <sstream>
@@ -394,6 +395,11 @@ void Buf::take_snapshot() {
   const std::regex re("[Rr]anks?\\b[^.;:]*?\\b" + std::to_string(r) + "\\b");
   if (std::regex_search(msg, re)) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "message \"" << msg << "\" does not name rank " << r;
+}
+
+int64_t thread_count() {
+  const auto tasks = std::filesystem::directory_iterator("/proc/self/task");
+  return std::distance(std::filesystem::begin(tasks), std::filesystem::end(tasks));
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {

@@ -177,4 +177,8 @@ std::string expect_local_error(F&& f) {
 
 double seconds_since(std::chrono::steady_clock::time_point start);
 
+// Threads of this process (/proc/self/task): progress threads come and go
+// with their communicators.
+int64_t thread_count();
+
 }  // namespace sxd
