@@ -16,7 +16,7 @@
 #   bash scripts/multihost.sh --suite
 #       the CI subset (scripts/test.sh): scatterx_dist_tests on 2 hosts x 1
 #       rank and 2 x 2, its host-layout test on 1 host x 2 ranks, and a part
-#       of tests/python_dist on 2 x 2 (about 2 minutes on 2 cores). Needs
+#       of tests/python_dist on 2 x 2 (under a minute on 2 shared cores). Needs
 #       build/release and build/venv.
 #
 # The ranks get SCATTERX_TEST_HOSTS=N (tests/dist/host_layout_test.cpp checks
