@@ -48,13 +48,13 @@ std::optional<bool> reduce_scatter_path(const Communicator& c) {
   const int64_t n = 32768;  // float32: 128 KiB per block
   const int ws = c.size();
   const int rank = c.rank();
-  Tensor input = make({ws * n}, DType::Float32,
-                      [&](int64_t i) { return reduce_input(ReduceOp::Sum, DType::Float32, rank, i); });
+  Tensor input =
+      make({ws * n}, DType::Float32, [&](int64_t i) { return reduce_input(ReduceOp::Sum, DType::Float32, rank, i); });
   Tensor output = Tensor::zeros({n}, DType::Float32);
   dist::reduce_scatter_tensor(output, input, ReduceOp::Sum, c);
-  EXPECT_TRUE(holds(output, [&](int64_t i) {
-    return reduce_expected(ReduceOp::Sum, DType::Float32, iota_ranks(ws), rank * n + i);
-  })) << "on a communicator of " << ws << " ranks";
+  EXPECT_TRUE(holds(
+      output, [&](int64_t i) { return reduce_expected(ReduceOp::Sum, DType::Float32, iota_ranks(ws), rank * n + i); }))
+      << "on a communicator of " << ws << " ranks";
   return c.shared_memory_path();
 }
 
@@ -81,8 +81,8 @@ TEST_F(HostLayoutTest, SharedMemoryOnlyWhenTheCommunicatorIsOnOneHost) {
 
   // The ranks of each host by themselves: the segment, whatever the other
   // hosts (with one rank on a host there is no reduce-scatter to make).
-  const int host = static_cast<int>(std::find(hosts.begin(), hosts.end(), names[static_cast<size_t>(rank())]) -
-                                    hosts.begin());
+  const int host =
+      static_cast<int>(std::find(hosts.begin(), hosts.end(), names[static_cast<size_t>(rank())]) - hosts.begin());
   const Communicator local = comm().split(host, rank());
   if (local.size() > 1) {
     EXPECT_EQ(reduce_scatter_path(local), std::optional<bool>(expected(local, true)))
