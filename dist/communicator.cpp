@@ -282,6 +282,11 @@ std::chrono::duration<double> Communicator::timeout() const {
 }
 void Communicator::set_checks(bool enabled) { state().checks = enabled; }
 bool Communicator::checks() const { return state().checks; }
+std::optional<bool> Communicator::shared_memory_path() const {
+  const int verdict = state().shm->state;
+  if (verdict == 0) return std::nullopt;
+  return verdict > 0;
+}
 
 Waiter::Waiter(Communicator::State& state, const char* op)
     : Waiter(state, op, std::chrono::duration<double>(state.timeout_s.load())) {}

@@ -207,6 +207,17 @@ class Communicator {
   void set_checks(bool enabled);
   bool checks() const;
 
+  // Which path this communicator's reduce-scatters take (and all_reduce's
+  // first half): true through the shared-memory segment, false through the
+  // point-to-point ring (MPI messages: the path between hosts). Decided, alike
+  // on every rank, by the first reduce-scatter with blocks of 64 KiB or more;
+  // true only if shared_memory is on, there are at most 8 ranks and MPI puts
+  // them all on one host (MPI_COMM_TYPE_SHARED), so a communicator spanning
+  // hosts takes the ring for the whole collective, even between ranks that
+  // share a host. nullopt before that collective (and with one rank). Call it
+  // between collectives: it reads what the last one decided.
+  std::optional<bool> shared_memory_path() const;
+
   // For the implementation: the shared state (MPI_Comm, progress thread).
   State& state() const;
 

@@ -12,6 +12,9 @@
 #      and with 3
 #      ranks through the emulated device paths of dist/device.h
 #      (scatterx.distributed; mpi4py's tests skip if it did not install),
+#      then the MPI suites with ranks on several simulated hosts
+#      (scripts/multihost.sh --suite; skipped where network namespaces
+#      cannot be made),
 #   4. the C++ suite built with AddressSanitizer + UndefinedBehaviorSanitizer.
 # --quick skips step 4.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -63,6 +66,15 @@ if "$SCATTERX_VENV/bin/python" -c "import scatterx._C as c; assert hasattr(c, 'd
   (cd "$SCATTERX_ROOT" && timeout 600 mpirun --allow-run-as-root --oversubscribe -n 3 \
     env OMP_NUM_THREADS=1 SCATTERX_DIST_EMULATE_DEVICE=staged SCATTERX_DIST_STAGING_CHUNK_BYTES=65536 \
     "$SCATTERX_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/python_dist)
+  echo "== several hosts on this machine (scripts/multihost.sh --suite: network namespaces, TCP between them)"
+  # Making a namespace needs root (CAP_SYS_ADMIN); a container without it skips.
+  probe="sxmhprobe$$"
+  if command -v ip >/dev/null && ip netns add "$probe" 2>/dev/null; then
+    ip netns delete "$probe"
+    timeout 600 bash "$SCATTERX_ROOT/scripts/multihost.sh" --suite
+  else
+    echo "-- skipped: 'ip netns add' is not permitted here (needs root), so no simulated hosts"
+  fi
 elif command -v mpicc >/dev/null; then
   echo "== MPI is installed but the Python package has no scatterx._C.dist: the build lost the distributed layer" >&2
   exit 1
