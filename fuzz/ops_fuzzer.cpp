@@ -373,6 +373,49 @@ struct Case {
 
 void expect(Case& c, bool rule) { c.valid = c.valid && rule; }
 
+// The rules every write shares: an in-place self has no element reachable
+// from two positions, and every index value lies in [0, bound).
+void expect_writable_in_range(Case& c, bool in_place, const Buffer& self, const Buffer& index, int64_t bound) {
+  if (in_place) expect(c, !has_internal_overlap(at_least_1d(self.view)));
+  expect(c, all_in(index.view, 0, bound));
+}
+
+// self, index and src (source) of a write, the first written in place or
+// read only as `in_place` says, and self's values before the call.
+struct WriteArgs {
+  Buffer* self;
+  Buffer* index;
+  Buffer* src;
+  Tensor self_before;
+};
+
+WriteArgs write_args(Bytes& in, Case& c, std::vector<std::unique_ptr<Buffer>>& owned, bool in_place,
+                     const Shape& self_shape, DType dtype, const Shape& index_shape, DType index_dtype, int64_t bound,
+                     const Shape& src_shape, DType src_dtype) {
+  WriteArgs w;
+  owned.push_back(std::make_unique<Buffer>(value_buffer(in, self_shape, dtype, random_layout(in))));
+  w.self = owned.back().get();
+  owned.push_back(std::make_unique<Buffer>(random_index(in, index_shape, index_dtype, random_layout(in), bound)));
+  w.index = owned.back().get();
+  owned.push_back(std::make_unique<Buffer>(value_buffer(in, src_shape, src_dtype, random_layout(in))));
+  w.src = owned.back().get();
+  c.inputs = {w.index, w.src};
+  if (in_place) {
+    c.self = w.self;
+  } else {
+    c.inputs.push_back(w.self);
+  }
+  w.self_before = sxt::ref::materialize(w.self->view);
+  return w;
+}
+
+// The call of the in-place form (its result: a copy of self afterwards) or
+// of the out-of-place form.
+template <typename InPlace, typename OutOfPlace>
+std::function<Tensor()> either_form(bool in_place, InPlace in_place_call, OutOfPlace call) {
+  return [=]() -> Tensor { return in_place ? Tensor::clone(in_place_call()) : call(); };
+}
+
 bool is_in_place(Op op) {
   return op == kScatterInPlace || op == kScatterReduceInPlace || op == kIndexAddInPlace || op == kIndexReduceInPlace;
 }
@@ -503,16 +546,12 @@ void fuzz_one(Bytes& in) {
         const int64_t d = in.pick(src_shape.size());
         if (src_shape[d] > 0) src_shape[d] -= 1;
       }
-      Buffer* self = keep(value_buffer(in, self_shape, dtype, random_layout(in)));
-      Buffer* index = keep(random_index(in, index_shape, index_dtype, random_layout(in), s1[dim]));
-      Buffer* src = keep(value_buffer(in, src_shape, other_dtype, random_layout(in)));
-      c.inputs = {index, src};
-      if (in_place) {
-        c.self = self;
-      } else {
-        c.inputs.push_back(self);
-      }
-      const Tensor self_before = sxt::ref::materialize(self->view);
+      const WriteArgs w = write_args(in, c, owned, in_place, self_shape, dtype, index_shape, index_dtype, s1[dim],
+                                     src_shape, other_dtype);
+      Buffer* self = w.self;
+      Buffer* index = w.index;
+      Buffer* src = w.src;
+      const Tensor self_before = w.self_before;
       // The model: the rules of ops/scatter/scatter.h.
       expect(c, plain ? (reduce == Reduce::None || reduce == Reduce::Sum || reduce == Reduce::Prod)
                       : reduce != Reduce::None);
@@ -524,24 +563,19 @@ void fuzz_one(Bytes& in) {
         for (int64_t d = 0; c.valid && d < iv.dim(); ++d) {
           expect(c, (d == dim || iv.size(d) <= s1[d]) && iv.size(d) <= sv.size(d));
         }
-        if (in_place) expect(c, !has_internal_overlap(at_least_1d(self->view)));
-        expect(c, all_in(index->view, 0, s1[dim]));
+        expect_writable_in_range(c, in_place, *self, *index, s1[dim]);
       }
       const TensorView self_v = self->view;
       const TensorView index_v = index->view;
       const TensorView src_v = src->view;
-      c.run = [=]() -> Tensor {
-        switch (op) {
-          case kScatterInPlace:
-            return Tensor::clone(scatterx::scatter_(self_v, raw_dim, index_v, src_v, reduce));
-          case kScatter:
-            return scatterx::scatter(self_v, raw_dim, index_v, src_v, reduce);
-          case kScatterReduceInPlace:
-            return Tensor::clone(scatterx::scatter_reduce_(self_v, raw_dim, index_v, src_v, reduce, include_self));
-          default:
-            return scatterx::scatter_reduce(self_v, raw_dim, index_v, src_v, reduce, include_self);
-        }
-      };
+      c.run =
+          plain ? either_form(
+                      in_place, [=] { return scatterx::scatter_(self_v, raw_dim, index_v, src_v, reduce); },
+                      [=] { return scatterx::scatter(self_v, raw_dim, index_v, src_v, reduce); })
+                : either_form(
+                      in_place,
+                      [=] { return scatterx::scatter_reduce_(self_v, raw_dim, index_v, src_v, reduce, include_self); },
+                      [=] { return scatterx::scatter_reduce(self_v, raw_dim, index_v, src_v, reduce, include_self); });
       c.reference = [=]() -> Tensor {
         if (index_v.numel() == 0) return self_before;
         if (plain) return sxt::ref::scatter(self_before, raw_dim, index_v, src_v, reduce);
@@ -604,16 +638,12 @@ void fuzz_one(Bytes& in) {
       Shape source_shape = ndim == 0 && length == 1 && in.flag() ? Shape{} : s1;
       if (source_shape.size() > 0) source_shape[dim] = length;
       if ((faults & 2) && source_shape.size() > 0) source_shape[in.pick(source_shape.size())] += 1;
-      Buffer* self = keep(value_buffer(in, self_shape, dtype, random_layout(in)));
-      Buffer* index = keep(random_index(in, index_shape, index_dtype, random_layout(in), s1[dim]));
-      Buffer* source = keep(value_buffer(in, source_shape, other_dtype, random_layout(in)));
-      c.inputs = {index, source};
-      if (in_place) {
-        c.self = self;
-      } else {
-        c.inputs.push_back(self);
-      }
-      const Tensor self_before = sxt::ref::materialize(self->view);
+      const WriteArgs w = write_args(in, c, owned, in_place, self_shape, dtype, index_shape, index_dtype, s1[dim],
+                                     source_shape, other_dtype);
+      Buffer* self = w.self;
+      Buffer* index = w.index;
+      Buffer* source = w.src;
+      const Tensor self_before = w.self_before;
       // The model: the rules of ops/scatter/scatter.h for index_add_ / index_reduce_.
       expect(c, add || reduce == Reduce::Prod || reduce == Reduce::Mean || reduce == Reduce::Amax ||
                     reduce == Reduce::Amin);
@@ -623,24 +653,19 @@ void fuzz_one(Bytes& in) {
         expect(c, index->view.dim() <= 1 && sv.dim() == s1.size());
         expect(c, c.valid && sv.size(dim) == index->view.numel());
         for (int64_t d = 0; c.valid && d < s1.size(); ++d) expect(c, d == dim || sv.size(d) == s1[d]);
-        if (in_place) expect(c, !has_internal_overlap(at_least_1d(self->view)));
-        expect(c, all_in(index->view, 0, s1[dim]));
+        expect_writable_in_range(c, in_place, *self, *index, s1[dim]);
       }
-      const TensorView self_v = self->view;
       const TensorView index_v = index->view;
       const TensorView source_v = source->view;
-      c.run = [=]() -> Tensor {
-        switch (op) {
-          case kIndexAddInPlace:
-            return Tensor::clone(scatterx::index_add_(self_v, raw_dim, index_v, source_v, alpha));
-          case kIndexAdd:
-            return scatterx::index_add(self_v, raw_dim, index_v, source_v, alpha);
-          case kIndexReduceInPlace:
-            return Tensor::clone(scatterx::index_reduce_(self_v, raw_dim, index_v, source_v, reduce, include_self));
-          default:
-            return scatterx::index_reduce(self_v, raw_dim, index_v, source_v, reduce, include_self);
-        }
-      };
+      const TensorView self_v = self->view;
+      c.run =
+          add ? either_form(
+                    in_place, [=] { return scatterx::index_add_(self_v, raw_dim, index_v, source_v, alpha); },
+                    [=] { return scatterx::index_add(self_v, raw_dim, index_v, source_v, alpha); })
+              : either_form(
+                    in_place,
+                    [=] { return scatterx::index_reduce_(self_v, raw_dim, index_v, source_v, reduce, include_self); },
+                    [=] { return scatterx::index_reduce(self_v, raw_dim, index_v, source_v, reduce, include_self); });
       c.reference = [=]() -> Tensor {
         if (add) return sxt::ref::index_add(self_before, raw_dim, index_v, source_v, alpha);
         return sxt::ref::index_reduce(self_before, raw_dim, index_v, source_v, reduce, include_self);

@@ -64,15 +64,21 @@ def layout(draw, t):
     return t
 
 
-@st.composite
-def scatter_cases(draw, reduces=REDUCES):
-    """(self, dim, index, src, reduce, dtype): index no larger than self outside dim and than src."""
+def common(draw, reduces, min_size):
+    """(dtype, reduce, shape, dim, dim wrapped): 1 to 3 dims of min_size to 4."""
     dtype = draw(st.sampled_from(DTYPES))
     reduce = draw(st.sampled_from(reduces))
     ndim = draw(st.integers(1, 3))
-    shape = draw(st.lists(st.integers(0, 4), min_size=ndim, max_size=ndim))
+    shape = draw(st.lists(st.integers(min_size, 4), min_size=ndim, max_size=ndim))
     dim = draw(st.integers(-ndim, ndim - 1))
-    d = dim % ndim
+    return dtype, reduce, shape, dim, dim % ndim
+
+
+@st.composite
+def scatter_cases(draw, reduces=REDUCES):
+    """(self, dim, index, src, reduce, dtype): index no larger than self outside dim and than src."""
+    dtype, reduce, shape, dim, d = common(draw, reduces, 0)
+    ndim = len(shape)
     index_shape = [draw(st.integers(0, 5)) if k == d else draw(st.integers(0, shape[k])) for k in range(ndim)]
     src_shape = [s + draw(st.integers(0, 1)) for s in index_shape]
     index = torch.tensor(draw(st.lists(st.integers(0, max(shape[d] - 1, 0)), min_size=math.prod(index_shape),
@@ -88,12 +94,7 @@ def scatter_cases(draw, reduces=REDUCES):
 @st.composite
 def vector_cases(draw, reduces=("sum",) + tuple(REDUCES[1:])):
     """(self, dim, index, source, reduce, dtype) for index_add / index_reduce / index_select: a 1-d index."""
-    dtype = draw(st.sampled_from(DTYPES))
-    reduce = draw(st.sampled_from(reduces))
-    ndim = draw(st.integers(1, 3))
-    shape = draw(st.lists(st.integers(1, 4), min_size=ndim, max_size=ndim))
-    dim = draw(st.integers(-ndim, ndim - 1))
-    d = dim % ndim
+    dtype, reduce, shape, dim, d = common(draw, reduces, 1)
     length = draw(st.integers(0, 6))
     index = torch.tensor(draw(st.lists(st.integers(0, shape[d] - 1), min_size=length, max_size=length)),
                          dtype=draw(st.sampled_from([torch.int64, torch.int32])))
@@ -281,17 +282,11 @@ def want_segment(src, indptr, reduce):
     return torch.stack(rows) if rows else torch.zeros((0,) + tuple(src.shape[1:]), dtype=src.dtype)
 
 
+@pytest.mark.parametrize("form", ["csr", "coo"])
 @CI
-@given(segment_cases())
-def test_torch_scatter_segment_csr(case):
-    src, _, indptr, reduce = case
-    assert_matches(ts.segment_csr(src, indptr, reduce=reduce), want_segment(src, indptr, reduce), src.dtype,
-                   {"min": "amin", "max": "amax"}.get(reduce, reduce))
-
-
-@CI
-@given(segment_cases())
-def test_torch_scatter_segment_coo(case):
+@given(case=segment_cases())
+def test_torch_scatter_segment(form, case):
     src, index, indptr, reduce = case
-    assert_matches(ts.segment_coo(src, index, reduce=reduce), want_segment(src, indptr, reduce), src.dtype,
-                   {"min": "amin", "max": "amax"}.get(reduce, reduce))
+    got = (ts.segment_csr(src, indptr, reduce=reduce) if form == "csr"
+           else ts.segment_coo(src, index, reduce=reduce))
+    assert_matches(got, want_segment(src, indptr, reduce), src.dtype, {"min": "amin", "max": "amax"}.get(reduce, reduce))
