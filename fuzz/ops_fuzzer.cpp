@@ -2,7 +2,8 @@
 //
 // Each input decodes into one call: an op (scatter_, scatter, scatter_reduce_,
 // scatter_reduce, gather, index_select, index_add_, index_add, index_reduce_,
-// index_reduce, segment_csr, segment_coo), a value dtype, an index dtype, up
+// index_reduce, segment_csr, segment_coo, scatter_ / scatter with a value,
+// scatter_arg_reduce, gather_coo, gather_csr), a value dtype, an index dtype, up
 // to 4 dims of size <= 8, a dim, a reduce, include_self, index values in and
 // slightly out of range, and for every tensor a layout: contiguous,
 // transposed, step 2, reversed (negative strides), broadcast (stride 0) or
@@ -342,11 +343,17 @@ enum Op : int {
   kIndexReduce,
   kSegmentCsr,
   kSegmentCoo,
+  kScatterValue,  // scatter_ / scatter with a Scalar
+  kScatterArg,    // scatter_arg_reduce (torch_scatter's scatter_max / scatter_min)
+  kGatherCoo,
+  kGatherCsr,
   kNumOps
 };
-const char* const kOpNames[] = {"scatter_",      "scatter",      "scatter_reduce_", "scatter_reduce",
-                                "gather",        "index_select", "index_add_",      "index_add",
-                                "index_reduce_", "index_reduce", "segment_csr",     "segment_coo"};
+const char* const kOpNames[] = {"scatter_",     "scatter",     "scatter_reduce_", "scatter_reduce",     "gather",
+                                "index_select", "index_add_",  "index_add",       "index_reduce_",      "index_reduce",
+                                "segment_csr",  "segment_coo", "scatter(value)",  "scatter_arg_reduce", "gather_coo",
+                                "gather_csr"};
+static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == kNumOps, "one name per op");
 
 Shape random_shape(Bytes& in, int64_t ndim) {
   Shape s;
@@ -369,6 +376,9 @@ struct Case {
   Buffer* self = nullptr;       // written in place (in-place ops only)
   std::function<Tensor()> run;  // the call (in-place ops return a copy of self's view)
   std::function<Tensor()> reference;
+  // scatter_arg_reduce's second result: run and reference fill these.
+  std::shared_ptr<Tensor> args = std::make_shared<Tensor>();
+  std::shared_ptr<Tensor> want_args = std::make_shared<Tensor>();
 };
 
 void expect(Case& c, bool rule) { c.valid = c.valid && rule; }
@@ -423,11 +433,11 @@ bool is_in_place(Op op) {
 // Per op: calls that returned and calls that raised, printed at exit when
 // SCATTERX_FUZZ_STATS is set (to see that both sides are reached).
 struct Tally {
-  int64_t ran[16] = {};
-  int64_t raised[16] = {};
+  int64_t ran[kNumOps] = {};
+  int64_t raised[kNumOps] = {};
   ~Tally() {
     if (std::getenv("SCATTERX_FUZZ_STATS") == nullptr) return;
-    for (int op = 0; op < 12; ++op) {
+    for (int op = 0; op < kNumOps; ++op) {
       std::fprintf(stderr, "%-16s ran %8lld  raised %8lld\n", kOpNames[op], static_cast<long long>(ran[op]),
                    static_cast<long long>(raised[op]));
     }
@@ -477,6 +487,10 @@ void check(Case& c) {
   const Tensor want = c.reference();
   const ::testing::AssertionResult same = sxt::same_values(*result, want);
   if (!same) finding(c.description + ": result differs from the serial reference: " + same.message());
+  if (c.op == kScatterArg) {
+    const ::testing::AssertionResult same_args = sxt::same_values(*c.args, *c.want_args);
+    if (!same_args) finding(c.description + ": args differ from the serial reference: " + same_args.message());
+  }
 }
 
 std::string describe(Op op, DType dtype, DType index_dtype, int64_t dim, Reduce reduce, bool include_self,
@@ -711,6 +725,114 @@ void fuzz_one(Bytes& in) {
       c.reference = [=]() -> Tensor {
         if (op == kSegmentCsr) return sxt::ref::segment_csr(src_v, pv, reduce);
         return sxt::ref::segment_coo(src_v, pv, reduce, dim_size);
+      };
+      break;
+    }
+    case kScatterValue: {
+      // scatter_(self, dim, index, value, reduce) / scatter(...): none, sum or prod.
+      reduce = kReduces[in.pick(3)];
+      const Shape self_shape = random_shape(in, ndim);
+      const Shape s1 = ndim == 0 ? Shape{1} : self_shape;
+      Shape index_shape;
+      for (int64_t d = 0; d < ndim; ++d) index_shape.push_back(in.pick((d != dim ? s1[d] : 4) + 1));
+      if ((faults & 2) && ndim > 0) index_shape[in.pick(ndim)] += 1;
+      const bool value_in_place = in.flag();
+      const uint8_t vb = in.byte();
+      Scalar value = Scalar(static_cast<int64_t>(vb % 7) - 3);
+      if (dtype == DType::Bool) value = Scalar((vb & 1) != 0);
+      if (scatterx::is_floating_point(dtype) || scatterx::is_complex(dtype)) value = Scalar(0.5 * (vb % 9) - 2.0);
+      Buffer* self = keep(value_buffer(in, self_shape, dtype, random_layout(in)));
+      Buffer* index = keep(random_index(in, index_shape, index_dtype, random_layout(in), s1[dim]));
+      c.inputs = {index};
+      if (value_in_place) {
+        c.self = self;
+      } else {
+        c.inputs.push_back(self);
+      }
+      const Tensor self_before = sxt::ref::materialize(self->view);
+      expect(c, index_dtype_ok && dim_ok);
+      const TensorView iv = at_least_1d(index->view);
+      if (c.valid && iv.numel() > 0) {
+        for (int64_t d = 0; c.valid && d < iv.dim(); ++d) expect(c, d == dim || iv.size(d) <= s1[d]);
+        expect_writable_in_range(c, value_in_place, *self, *index, s1[dim]);
+      }
+      const TensorView self_v = self->view;
+      const TensorView index_v = index->view;
+      c.run = either_form(
+          value_in_place, [=] { return scatterx::scatter_(self_v, raw_dim, index_v, value, reduce); },
+          [=] { return scatterx::scatter(self_v, raw_dim, index_v, value, reduce); });
+      c.reference = [=]() -> Tensor {
+        if (index_v.numel() == 0) return self_before;
+        return sxt::ref::scatter_value(self_before, raw_dim, index_v, value, reduce);
+      };
+      break;
+    }
+    case kScatterArg: {
+      // scatter_arg_reduce(src, dim, index of src's shape, amax / amin, dim_size).
+      if (!(faults & 0x20)) reduce = in.flag() ? Reduce::Amax : Reduce::Amin;
+      const Shape src_shape = random_shape(in, ndim);
+      Shape index_shape = src_shape;
+      if ((faults & 2) && ndim > 0) index_shape[in.pick(ndim)] += 1;
+      const int64_t dim_size = in.flag() ? in.pick(6) : -1;
+      Buffer* src = keep(value_buffer(in, src_shape, dtype, random_layout(in)));
+      Buffer* index = keep(random_index(in, index_shape, index_dtype, random_layout(in), dim_size >= 0 ? dim_size : 5));
+      c.inputs = {src, index};
+      expect(c, (reduce == Reduce::Amax || reduce == Reduce::Amin) && scatterx::reduce_supported(reduce, dtype));
+      expect(c, index_dtype_ok && dim_ok && at_least_1d(index->view).sizes() == at_least_1d(src->view).sizes());
+      if (c.valid) expect(c, all_in(index->view, 0, dim_size >= 0 ? dim_size : std::numeric_limits<int64_t>::max()));
+      const TensorView src_v = src->view;
+      const TensorView index_v = index->view;
+      const std::shared_ptr<Tensor> args = c.args;
+      const std::shared_ptr<Tensor> want_args = c.want_args;
+      c.run = [=]() -> Tensor {
+        scatterx::ValuesAndArgs r = scatterx::scatter_arg_reduce(src_v, raw_dim, index_v, reduce, dim_size);
+        *args = std::move(r.args);
+        return std::move(r.values);
+      };
+      c.reference = [=]() -> Tensor {
+        sxt::ref::ValuesArgs r = sxt::ref::scatter_arg_reduce(src_v, raw_dim, index_v, reduce, dim_size);
+        *want_args = std::move(r.second);
+        return std::move(r.first);
+      };
+      break;
+    }
+    case kGatherCoo:
+    case kGatherCsr: {
+      // gather_coo(src, index) / gather_csr(src, indptr) along dim positions.dim() - 1.
+      const Shape src_shape = random_shape(in, ndim);
+      const int64_t pos_ndim = (faults & 1) ? (ndim < 4 ? ndim + 1 : 0) : 1 + in.pick(n1);
+      Shape pos_shape;
+      for (int64_t d = 0; d + 1 < pos_ndim; ++d) {
+        pos_shape.push_back(d < src_shape.size() && in.flag() ? src_shape[d] : 1);
+      }
+      const int64_t pos_dim = pos_ndim - 1;
+      const int64_t len = pos_dim >= 0 && pos_dim < src_shape.size() ? src_shape[pos_dim] : 0;
+      if (pos_ndim > 0) pos_shape.push_back(op == kGatherCsr ? len + 1 : in.pick(6));
+      if ((faults & 2) && pos_ndim > 0) pos_shape[in.pick(pos_ndim)] += 1;
+      Buffer* src = keep(value_buffer(in, src_shape, dtype, random_layout(in)));
+      Buffer* pos = keep(op == kGatherCsr ? sorted_index(in, pos_shape, index_dtype, random_layout(in), in.pick(9))
+                                          : random_index(in, pos_shape, index_dtype, random_layout(in), len));
+      c.inputs = {src, pos};
+      const TensorView& pv = pos->view;
+      expect(c, index_dtype_ok && pv.dim() >= 1 && pv.dim() <= src_shape.size());
+      for (int64_t d = 0; c.valid && d + 1 < pv.dim(); ++d) expect(c, pv.size(d) == src_shape[d] || pv.size(d) == 1);
+      if (c.valid && op == kGatherCoo) expect(c, all_in(pv, 0, src_shape[pv.dim() - 1]));
+      if (c.valid && op == kGatherCsr) {
+        const int64_t segments = std::max<int64_t>(pv.size(-1) - 1, 0);
+        const int64_t numel = scatterx::shape_numel(src_shape);
+        expect(c, src_shape[pv.dim() - 1] == segments || numel == 0);
+        if (c.valid && numel > 0) {
+          int64_t last = 0;  // the last value in row-major order
+          for_each_offset(pv, [&](int64_t off) { last = index_at(pv, off); });
+          expect(c, all_in(pv, 0, last + 1) && rows_sorted(pv));
+        }
+      }
+      const TensorView src_v = src->view;
+      c.run = [=]() -> Tensor {
+        return op == kGatherCoo ? scatterx::gather_coo(src_v, pv) : scatterx::gather_csr(src_v, pv);
+      };
+      c.reference = [=]() -> Tensor {
+        return op == kGatherCoo ? sxt::ref::gather_coo(src_v, pv) : sxt::ref::gather_csr(src_v, pv);
       };
       break;
     }
