@@ -82,9 +82,11 @@ enum Layout : int {
   kReversed,    // one dim flipped (negative stride; data points at its end)
   kBroadcast,   // one dim of size > 1 with stride 0
   kOverlap,     // every stride 1: a sliding window, elements shared
-  kNumLayouts
+  kNumLayouts,
+  kInSelf = kNumLayouts,  // src / source: contiguous over self's buffer (aliasing)
 };
-const char* const kLayoutNames[] = {"contiguous", "transposed", "step2", "reversed", "broadcast", "overlap"};
+const char* const kLayoutNames[] = {"contiguous", "transposed", "step2",           "reversed",
+                                    "broadcast",  "overlap",    "in self's buffer"};
 
 // A view over an exact-size heap buffer, with a snapshot of its bytes.
 struct Buffer {
@@ -371,10 +373,13 @@ int random_layout(Bytes& in) {
 struct Case {
   Op op = kScatter;
   std::string description;
-  bool valid = true;            // the model's verdict
-  std::vector<Buffer*> inputs;  // never written
-  Buffer* self = nullptr;       // written in place (in-place ops only)
-  std::function<Tensor()> run;  // the call (in-place ops return a copy of self's view)
+  bool valid = true;             // the model's verdict
+  bool may_raise = false;        // a refusal is allowed too (aliasing the checks cannot prove harmless)
+  bool src_shares_self = false;  // src / source shares an element with an in-place self
+  bool src_in_self = false;      // src / source lies in self's buffer
+  std::vector<Buffer*> inputs;   // never written
+  Buffer* self = nullptr;        // written in place (in-place ops only)
+  std::function<Tensor()> run;   // the call (in-place ops return a copy of self's view)
   std::function<Tensor()> reference;
   // scatter_arg_reduce's second result: run and reference fill these.
   std::shared_ptr<Tensor> args = std::make_shared<Tensor>();
@@ -385,9 +390,33 @@ void expect(Case& c, bool rule) { c.valid = c.valid && rule; }
 
 // The rules every write shares: an in-place self has no element reachable
 // from two positions, and every index value lies in [0, bound).
+// An in-place self must not share an element with src / source; one in the
+// same buffer without sharing may be refused (the checks prove disjointness
+// only for interleaved layouts).
 void expect_writable_in_range(Case& c, bool in_place, const Buffer& self, const Buffer& index, int64_t bound) {
-  if (in_place) expect(c, !has_internal_overlap(at_least_1d(self.view)));
+  if (in_place) expect(c, !has_internal_overlap(at_least_1d(self.view)) && !c.src_shares_self);
+  c.may_raise = in_place && c.src_in_self;
   expect(c, all_in(index.view, 0, bound));
+}
+
+// Now and then src becomes a contiguous view over self's buffer (at its start
+// or its end), when it fits and has self's dtype; the model then learns
+// whether the two share an element. src's own buffer stays allocated, unused.
+void alias_into_self(Bytes& in, Case& c, const Buffer& self, Buffer& src) {
+  const uint8_t b = in.byte();
+  const int64_t esize = self.view.element_size();
+  const int64_t span = static_cast<int64_t>(self.bytes) / esize;
+  const int64_t n = src.view.numel();
+  if (b % 8 != 0 || src.view.dtype() != self.view.dtype() || n == 0 || n > span) return;
+  const int64_t start = (b & 8) ? span - n : 0;
+  src.view = TensorView(self.storage.get() + start * esize, src.view.dtype(), src.view.sizes(),
+                        scatterx::contiguous_strides(src.view.sizes()));
+  src.layout = kInSelf;
+  c.src_in_self = true;
+  std::set<int64_t> self_elements;
+  const int64_t self_start = (static_cast<const unsigned char*>(self.view.data()) - self.storage.get()) / esize;
+  for_each_offset(self.view, [&](int64_t off) { self_elements.insert(self_start + off); });
+  for (int64_t i = start; i < start + n; ++i) c.src_shares_self = c.src_shares_self || self_elements.count(i) > 0;
 }
 
 // self, index and src (source) of a write, the first written in place or
@@ -409,6 +438,7 @@ WriteArgs write_args(Bytes& in, Case& c, std::vector<std::unique_ptr<Buffer>>& o
   w.index = owned.back().get();
   owned.push_back(std::make_unique<Buffer>(value_buffer(in, src_shape, src_dtype, random_layout(in))));
   w.src = owned.back().get();
+  alias_into_self(in, c, *w.self, *w.src);
   c.inputs = {w.index, w.src};
   if (in_place) {
     c.self = w.self;
@@ -463,7 +493,7 @@ void check(Case& c) {
   }
   (result ? tally.ran : tally.raised)[c.op] += 1;
   if (!result) {
-    if (c.valid) finding(c.description + ": valid arguments refused with " + error);
+    if (c.valid && !c.may_raise) finding(c.description + ": valid arguments refused with " + error);
     if (c.self != nullptr && !c.self->unchanged()) finding(c.description + ": self changed although the call raised");
     return;
   }
