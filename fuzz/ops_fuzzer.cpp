@@ -449,11 +449,45 @@ WriteArgs write_args(Bytes& in, Case& c, std::vector<std::unique_ptr<Buffer>>& o
   return w;
 }
 
-// The call of the in-place form (its result: a copy of self afterwards) or
-// of the out-of-place form.
-template <typename InPlace, typename OutOfPlace>
-std::function<Tensor()> either_form(bool in_place, InPlace in_place_call, OutOfPlace call) {
-  return [=]() -> Tensor { return in_place ? Tensor::clone(in_place_call()) : call(); };
+// The calls of the in-place forms (their result: a copy of self afterwards)
+// or of the out-of-place forms.
+Tensor call_scatter(bool plain, bool in_place, const TensorView& self, int64_t dim, const TensorView& index,
+                    const TensorView& src, Reduce reduce, bool include_self) {
+  if (plain) {
+    return in_place ? Tensor::clone(scatterx::scatter_(self, dim, index, src, reduce))
+                    : scatterx::scatter(self, dim, index, src, reduce);
+  }
+  return in_place ? Tensor::clone(scatterx::scatter_reduce_(self, dim, index, src, reduce, include_self))
+                  : scatterx::scatter_reduce(self, dim, index, src, reduce, include_self);
+}
+
+Tensor call_index_add(bool in_place, const TensorView& self, int64_t dim, const TensorView& index,
+                      const TensorView& source, const Scalar& alpha) {
+  return in_place ? Tensor::clone(scatterx::index_add_(self, dim, index, source, alpha))
+                  : scatterx::index_add(self, dim, index, source, alpha);
+}
+
+Tensor call_index_reduce(bool in_place, const TensorView& self, int64_t dim, const TensorView& index,
+                         const TensorView& source, Reduce reduce, bool include_self) {
+  return in_place ? Tensor::clone(scatterx::index_reduce_(self, dim, index, source, reduce, include_self))
+                  : scatterx::index_reduce(self, dim, index, source, reduce, include_self);
+}
+
+// The shape of an indptr / index over src (the segment ops): 1 to src.dim()
+// dims (0, or one more than src has, with fault bit 0), leading dims src's
+// or 1 (broadcast), the last last_size(len) where len is src's size in that
+// dim (returned too); fault bit 1 grows one dim by 1.
+template <typename LastSize>
+Shape positions_shape(Bytes& in, const Shape& src_shape, uint8_t faults, int64_t& len, LastSize&& last_size) {
+  const int64_t ndim = src_shape.size();
+  const int64_t pos_ndim = (faults & 1) ? (ndim < 4 ? ndim + 1 : 0) : 1 + in.pick(std::max<int64_t>(ndim, 1));
+  Shape pos_shape;
+  for (int64_t d = 0; d + 1 < pos_ndim; ++d) pos_shape.push_back(d < ndim && in.flag() ? src_shape[d] : 1);
+  const int64_t pos_dim = pos_ndim - 1;
+  len = pos_dim >= 0 && pos_dim < ndim ? src_shape[pos_dim] : 0;
+  if (pos_ndim > 0) pos_shape.push_back(last_size(len));
+  if ((faults & 2) && pos_ndim > 0) pos_shape[in.pick(pos_ndim)] += 1;
+  return pos_shape;
 }
 
 bool is_in_place(Op op) {
@@ -595,7 +629,6 @@ void fuzz_one(Bytes& in) {
       Buffer* self = w.self;
       Buffer* index = w.index;
       Buffer* src = w.src;
-      const Tensor self_before = w.self_before;
       // The model: the rules of ops/scatter/scatter.h.
       expect(c, plain ? (reduce == Reduce::None || reduce == Reduce::Sum || reduce == Reduce::Prod)
                       : reduce != Reduce::None);
@@ -609,21 +642,15 @@ void fuzz_one(Bytes& in) {
         }
         expect_writable_in_range(c, in_place, *self, *index, s1[dim]);
       }
-      const TensorView self_v = self->view;
       const TensorView index_v = index->view;
       const TensorView src_v = src->view;
-      c.run =
-          plain ? either_form(
-                      in_place, [=] { return scatterx::scatter_(self_v, raw_dim, index_v, src_v, reduce); },
-                      [=] { return scatterx::scatter(self_v, raw_dim, index_v, src_v, reduce); })
-                : either_form(
-                      in_place,
-                      [=] { return scatterx::scatter_reduce_(self_v, raw_dim, index_v, src_v, reduce, include_self); },
-                      [=] { return scatterx::scatter_reduce(self_v, raw_dim, index_v, src_v, reduce, include_self); });
+      c.run = [=, self_v = self->view] {
+        return call_scatter(plain, in_place, self_v, raw_dim, index_v, src_v, reduce, include_self);
+      };
       c.reference = [=]() -> Tensor {
-        if (index_v.numel() == 0) return self_before;
-        if (plain) return sxt::ref::scatter(self_before, raw_dim, index_v, src_v, reduce);
-        return sxt::ref::scatter_reduce(self_before, raw_dim, index_v, src_v, reduce, include_self);
+        if (index_v.numel() == 0) return w.self_before;
+        if (plain) return sxt::ref::scatter(w.self_before, raw_dim, index_v, src_v, reduce);
+        return sxt::ref::scatter_reduce(w.self_before, raw_dim, index_v, src_v, reduce, include_self);
       };
       break;
     }
@@ -686,13 +713,12 @@ void fuzz_one(Bytes& in) {
                                      source_shape, other_dtype);
       Buffer* self = w.self;
       Buffer* index = w.index;
-      Buffer* source = w.src;
-      const Tensor self_before = w.self_before;
+      const TensorView source_v = w.src->view;
       // The model: the rules of ops/scatter/scatter.h for index_add_ / index_reduce_.
       expect(c, add || reduce == Reduce::Prod || reduce == Reduce::Mean || reduce == Reduce::Amax ||
                     reduce == Reduce::Amin);
       expect(c, index_dtype_ok && other_dtype == dtype && scatterx::reduce_supported(reduce, dtype) && dim_ok);
-      const TensorView sv = at_least_1d(source->view);
+      const TensorView sv = at_least_1d(source_v);
       if (c.valid) {
         expect(c, index->view.dim() <= 1 && sv.dim() == s1.size());
         expect(c, c.valid && sv.size(dim) == index->view.numel());
@@ -700,19 +726,13 @@ void fuzz_one(Bytes& in) {
         expect_writable_in_range(c, in_place, *self, *index, s1[dim]);
       }
       const TensorView index_v = index->view;
-      const TensorView source_v = source->view;
-      const TensorView self_v = self->view;
-      c.run =
-          add ? either_form(
-                    in_place, [=] { return scatterx::index_add_(self_v, raw_dim, index_v, source_v, alpha); },
-                    [=] { return scatterx::index_add(self_v, raw_dim, index_v, source_v, alpha); })
-              : either_form(
-                    in_place,
-                    [=] { return scatterx::index_reduce_(self_v, raw_dim, index_v, source_v, reduce, include_self); },
-                    [=] { return scatterx::index_reduce(self_v, raw_dim, index_v, source_v, reduce, include_self); });
+      c.run = [=, self_v = self->view] {
+        return add ? call_index_add(in_place, self_v, raw_dim, index_v, source_v, alpha)
+                   : call_index_reduce(in_place, self_v, raw_dim, index_v, source_v, reduce, include_self);
+      };
       c.reference = [=]() -> Tensor {
-        if (add) return sxt::ref::index_add(self_before, raw_dim, index_v, source_v, alpha);
-        return sxt::ref::index_reduce(self_before, raw_dim, index_v, source_v, reduce, include_self);
+        if (add) return sxt::ref::index_add(w.self_before, raw_dim, index_v, source_v, alpha);
+        return sxt::ref::index_reduce(w.self_before, raw_dim, index_v, source_v, reduce, include_self);
       };
       break;
     }
@@ -720,17 +740,9 @@ void fuzz_one(Bytes& in) {
     case kSegmentCoo: {
       if (reduce == Reduce::None && !(faults & 0x20)) reduce = Reduce::Sum;
       const Shape src_shape = random_shape(in, ndim);
-      // positions: 1 to src.dim() dims (0 or one more with fault bit 0),
-      // leading dims src's or 1.
-      const int64_t pos_ndim = (faults & 1) ? (ndim < 4 ? ndim + 1 : 0) : 1 + in.pick(n1);
-      Shape pos_shape;
-      for (int64_t d = 0; d + 1 < pos_ndim; ++d) {
-        pos_shape.push_back(d < src_shape.size() && in.flag() ? src_shape[d] : 1);
-      }
-      const int64_t pos_dim = pos_ndim - 1;
-      const int64_t len = pos_dim >= 0 && pos_dim < src_shape.size() ? src_shape[pos_dim] : 0;
-      if (pos_ndim > 0) pos_shape.push_back(op == kSegmentCsr ? in.pick(6) : len);
-      if ((faults & 2) && pos_ndim > 0) pos_shape[in.pick(pos_ndim)] += 1;
+      int64_t len = 0;
+      const Shape pos_shape =
+          positions_shape(in, src_shape, faults, len, [&](int64_t n) { return op == kSegmentCsr ? in.pick(6) : n; });
       const int64_t dim_size = op == kSegmentCoo && in.flag() ? in.pick(6) : -1;
       Buffer* src = keep(value_buffer(in, src_shape, dtype, random_layout(in)));
       Buffer* pos = keep(sorted_index(in, pos_shape, index_dtype, random_layout(in),
@@ -788,9 +800,10 @@ void fuzz_one(Bytes& in) {
       }
       const TensorView self_v = self->view;
       const TensorView index_v = index->view;
-      c.run = either_form(
-          value_in_place, [=] { return scatterx::scatter_(self_v, raw_dim, index_v, value, reduce); },
-          [=] { return scatterx::scatter(self_v, raw_dim, index_v, value, reduce); });
+      c.run = [=]() -> Tensor {
+        return value_in_place ? Tensor::clone(scatterx::scatter_(self_v, raw_dim, index_v, value, reduce))
+                              : scatterx::scatter(self_v, raw_dim, index_v, value, reduce);
+      };
       c.reference = [=]() -> Tensor {
         if (index_v.numel() == 0) return self_before;
         return sxt::ref::scatter_value(self_before, raw_dim, index_v, value, reduce);
@@ -830,15 +843,9 @@ void fuzz_one(Bytes& in) {
     case kGatherCsr: {
       // gather_coo(src, index) / gather_csr(src, indptr) along dim positions.dim() - 1.
       const Shape src_shape = random_shape(in, ndim);
-      const int64_t pos_ndim = (faults & 1) ? (ndim < 4 ? ndim + 1 : 0) : 1 + in.pick(n1);
-      Shape pos_shape;
-      for (int64_t d = 0; d + 1 < pos_ndim; ++d) {
-        pos_shape.push_back(d < src_shape.size() && in.flag() ? src_shape[d] : 1);
-      }
-      const int64_t pos_dim = pos_ndim - 1;
-      const int64_t len = pos_dim >= 0 && pos_dim < src_shape.size() ? src_shape[pos_dim] : 0;
-      if (pos_ndim > 0) pos_shape.push_back(op == kGatherCsr ? len + 1 : in.pick(6));
-      if ((faults & 2) && pos_ndim > 0) pos_shape[in.pick(pos_ndim)] += 1;
+      int64_t len = 0;
+      const Shape pos_shape =
+          positions_shape(in, src_shape, faults, len, [&](int64_t n) { return op == kGatherCsr ? n + 1 : in.pick(6); });
       Buffer* src = keep(value_buffer(in, src_shape, dtype, random_layout(in)));
       Buffer* pos = keep(op == kGatherCsr ? sorted_index(in, pos_shape, index_dtype, random_layout(in), in.pick(9))
                                           : random_index(in, pos_shape, index_dtype, random_layout(in), len));
