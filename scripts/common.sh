@@ -4,9 +4,12 @@ set -euo pipefail
 SCATTERX_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SCATTERX_JOBS=${SCATTERX_JOBS:-$(nproc)}
 
-# Debian packages the C++ build needs; installed only when missing.
+# Debian packages the C++ build needs; installed only when missing. clang,
+# libclang-rt-14-dev (libFuzzer and clang's sanitizer runtimes) and libomp-dev
+# (OpenMP for clang) are for the fuzz preset (scripts/fuzz.sh).
 scatterx_install_deps() {
-  local wanted=(g++ cmake make ninja-build libgtest-dev libbenchmark-dev python3 python3-dev python3-venv openmpi-bin libopenmpi-dev)
+  local wanted=(g++ cmake make ninja-build libgtest-dev libbenchmark-dev python3 python3-dev python3-venv openmpi-bin libopenmpi-dev
+    clang libclang-rt-14-dev libomp-dev)
   local missing=()
   for pkg in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
@@ -29,7 +32,7 @@ scatterx_build() {
 }
 
 # scatterx_python_env [torch] [pyg] [mpi4py]: a virtual environment in
-# build/venv with numpy, pytest and the scatterx package built from this
+# build/venv with numpy, pytest, hypothesis and the scatterx package built from this
 # checkout (pip install .), plus what is asked for and missing:
 #   torch    a large download; if it fails the torch tests and demos skip
 #            and say so,
@@ -44,7 +47,7 @@ scatterx_python_env() {
   fi
   local pip=("$SCATTERX_VENV/bin/python" -m pip --disable-pip-version-check -q)
   local has=("$SCATTERX_VENV/bin/python" -c)
-  "${pip[@]}" install numpy pytest
+  "${pip[@]}" install numpy pytest hypothesis
   if [[ $want == *" torch "* ]] && ! "${has[@]}" "import torch" 2>/dev/null; then
     echo "== installing torch (for the torch comparisons, autograd and the torch demos)"
     "${pip[@]}" install torch || echo "== torch could not be installed: its tests and demos will be skipped"

@@ -15,8 +15,10 @@
 #      then the MPI suites with ranks on several simulated hosts
 #      (scripts/multihost.sh --suite; skipped where network namespaces
 #      cannot be made),
-#   4. the C++ suite built with AddressSanitizer + UndefinedBehaviorSanitizer.
-# --quick skips step 4.
+#   4. the C++ suite built with AddressSanitizer + UndefinedBehaviorSanitizer,
+#   5. the libFuzzer target over the op front ends for SCATTERX_FUZZ_SECONDS
+#      (default 60; scripts/fuzz.sh: clang, ASan + UBSan, the committed corpus).
+# --quick skips steps 4 and 5.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
@@ -86,5 +88,6 @@ if [ $quick -eq 0 ]; then
   scatterx_build asan
   echo "== ctest (asan + ubsan)"
   ctest --preset asan -j "$SCATTERX_JOBS"
+  "$SCATTERX_ROOT/scripts/fuzz.sh" "${SCATTERX_FUZZ_SECONDS:-60}"
 fi
 echo "== all tests passed"
