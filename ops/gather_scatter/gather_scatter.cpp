@@ -50,6 +50,20 @@ void check_sources(const char* op, const TensorView& x, const TensorView* src_in
   if (edge_weight != nullptr) check_edge_list(op, "edge_weight", *edge_weight, edges);
 }
 
+// Both edge lists (and x, the reduce and edge_weight) against each other;
+// returns the number of edges. dst_index's values are checked by the caller.
+int64_t check_edge_lists(const char* op, const TensorView& x, const TensorView& src_index, const TensorView& dst_index,
+                         Reduce reduce, const TensorView* edge_weight) {
+  detail::check_devices(op, {{"x", &x}, {"dst_index", &dst_index}});
+  detail::check_index_dtype(op, "dst_index", dst_index);
+  SCATTERX_CHECK(src_index.dim() == 1, ArgumentError, op, "expected src_index to be 1-d, got shape ",
+                 src_index.sizes().str());
+  const int64_t edges = src_index.size(0);
+  check_sources(op, x, &src_index, edges, reduce, edge_weight);
+  check_edge_list(op, "dst_index", dst_index, edges);
+  return edges;
+}
+
 // The checked call, with the destinations grouped (groups), or to be grouped
 // densely by the kernel (dst_index), into `into` (checked by
 // gather_scatter_out) or a new tensor, returned.
@@ -92,13 +106,7 @@ Tensor run(const char* op, const TensorView& x, const TensorView* src_index, con
 Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const TensorView& dst_index, Reduce reduce,
                       const TensorView* edge_weight, int64_t dim_size) {
   constexpr const char* op = "gather_scatter";
-  detail::check_devices(op, {{"x", &x}, {"dst_index", &dst_index}});
-  detail::check_index_dtype(op, "dst_index", dst_index);
-  SCATTERX_CHECK(src_index.dim() == 1, ArgumentError, op, "expected src_index to be 1-d, got shape ",
-                 src_index.sizes().str());
-  const int64_t edges = src_index.size(0);
-  check_sources(op, x, &src_index, edges, reduce, edge_weight);
-  check_edge_list(op, "dst_index", dst_index, edges);
+  const int64_t edges = check_edge_lists(op, x, src_index, dst_index, reduce, edge_weight);
   const int64_t num_out = detail::checked_dim_size(op, "dst_index", dst_index, dim_size);
   if (detail::groups_densely(edges, num_out)) {
     // The kernel's counting sort lays the edges out as it groups them: no plan to build and read back.
@@ -111,13 +119,8 @@ Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const Te
 void gather_scatter_out(const TensorView& out, const TensorView& x, const TensorView& src_index,
                         const TensorView& dst_index, Reduce reduce, const TensorView* edge_weight) {
   constexpr const char* op = "gather_scatter_out";
-  detail::check_devices(op, {{"x", &x}, {"dst_index", &dst_index}, {"out", &out}});
-  detail::check_index_dtype(op, "dst_index", dst_index);
-  SCATTERX_CHECK(src_index.dim() == 1, ArgumentError, op, "expected src_index to be 1-d, got shape ",
-                 src_index.sizes().str());
-  const int64_t edges = src_index.size(0);
-  check_sources(op, x, &src_index, edges, reduce, edge_weight);
-  check_edge_list(op, "dst_index", dst_index, edges);
+  detail::check_devices(op, {{"x", &x}, {"out", &out}});
+  const int64_t edges = check_edge_lists(op, x, src_index, dst_index, reduce, edge_weight);
   detail::check_same_dtype(op, "out", out, "x", x);
   Shape want = x.sizes();
   want[0] = out.dim() == x.dim() ? out.size(0) : 0;
