@@ -315,6 +315,30 @@ void Waiter::wait_all(int n, MPI_Request* requests, const std::string& what) {
       });
 }
 
+void Waiter::wait_all(std::vector<MPI_Request>& requests, const std::vector<int>& peers, const char* what) {
+  const int n = static_cast<int>(requests.size());
+  const bool done = poll_until_deadline([&] {
+    int all = 0;
+    check_mpi(MPI_Testall(n, requests.data(), &all, MPI_STATUSES_IGNORE), op_, "MPI_Testall");
+    return all != 0;
+  });
+  if (done) return;
+  std::vector<int> late;
+  for (int i = 0; i < n; ++i) {
+    int finished = 0;
+    if (requests[i] != MPI_REQUEST_NULL) MPI_Test(&requests[i], &finished, MPI_STATUS_IGNORE);
+    if (requests[i] == MPI_REQUEST_NULL || finished) continue;
+    late.push_back(peers[static_cast<size_t>(i)]);
+    MPI_Cancel(&requests[i]);
+    MPI_Request_free(&requests[i]);
+  }
+  std::sort(late.begin(), late.end());
+  late.erase(std::unique(late.begin(), late.end()), late.end());
+  std::string names = late.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < late.size(); ++i) names += (i ? ", " : "") + std::to_string(late[i]);
+  state_.fail_timeout(op_, detail::concat(names, " (", what, ")"));
+}
+
 void Waiter::poll(const std::function<bool()>& done, const std::string& what, const std::function<void()>& give_up) {
   if (poll_until_deadline(done)) return;
   if (give_up) give_up();

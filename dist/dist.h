@@ -49,8 +49,10 @@
 //       fraction of a second), naming the collective, this rank and what it
 //       was waiting for: its peer in rings, trees and the shared-memory
 //       path ("waiting for rank 3", which may be a rank itself stuck behind
-//       the straggler), "the other ranks" in the all-to-alls and setup
-//       steps that wait on everyone; the straggler itself is not told. Every
+//       the straggler), the ranks whose messages had not come in the
+//       all-to-alls ("waiting for ranks 1, 3 (their all-to-all
+//       messages)"), "the other ranks" in the setup steps that wait on
+//       everyone; the straggler itself is not told. Every
 //       wait of a collective is bounded, shared-memory setup included; only
 //       making a communicator (world, split: MPI_Comm_dup/split) blocks in
 //       MPI without a bound;

@@ -141,6 +141,9 @@ class Waiter {
   // waited for). Completed requests are left as MPI_REQUEST_NULL.
   void wait_all(int n, MPI_Request* requests, const std::string& what);
   void wait(MPI_Request& request, const std::string& what) { wait_all(1, &request, what); }
+  // As wait_all, request i exchanged with rank peers[i]: a timeout names the
+  // ranks whose messages had not come (or gone), then `what`.
+  void wait_all(std::vector<MPI_Request>& requests, const std::vector<int>& peers, const char* what);
   // Calls `done` until it returns true, or past the deadline calls
   // `give_up` (which cancels what the caller had posted) and raises
   // TimeoutError.
