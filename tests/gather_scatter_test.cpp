@@ -191,6 +191,30 @@ TEST(GatherScatter, MatchesIndexSelectIndexAdd) {
   }
 }
 
+// Destinations already grouped (non-decreasing, as an embedding-bag owner's
+// ids arrive), which the grouping passes through in order: empty rows at
+// both ends and inside, against index_select + index_add, dense and sparse.
+TEST(GatherScatter, SortedDestinations) {
+  Rng rng(case_seed("GatherScatter.SortedDestinations", 0));
+  ValueOptions values;
+  values.special_rate = 0;
+  for (const auto& [nodes, edges] : {std::pair<int64_t, int64_t>{50, 20000}, {200000, 300}, {9, 1}}) {
+    Tensor x = Tensor::empty({nodes, 8}, DType::Float64);
+    fill_random(x, rng, values);
+    Tensor src = Tensor::empty({edges}, DType::Int64);
+    fill_index(src, rng, 0, nodes - 1);
+    std::vector<int64_t> d(static_cast<size_t>(edges));
+    for (auto& v : d) v = rng.uniform(1, nodes - 2);  // rows 0 and nodes - 1 stay empty
+    std::sort(d.begin(), d.end());
+    const Tensor dst = make_tensor<int64_t>({edges}, d);
+    const Tensor messages = scatterx::index_select(x, 0, src);
+    const Tensor want = scatterx::index_add(Tensor::zeros({nodes, 8}, DType::Float64), 0, dst, messages);
+    EXPECT_TRUE(same_values(scatterx::gather_scatter(x, src, dst, Reduce::Sum, nullptr, nodes), want)) << nodes;
+    const scatterx::IndexPlan plan(dst, nodes);
+    EXPECT_TRUE(same_values(scatterx::gather_scatter(x, src, plan, Reduce::Sum), want)) << nodes << " plan";
+  }
+}
+
 TEST(GatherScatter, Deterministic) {
   Rng rng(case_seed("GatherScatter.Deterministic", 0));
   Tensor x = Tensor::empty({1000, 64}, DType::Float32);

@@ -37,10 +37,29 @@ inline bool groups_densely(int64_t count, int64_t num_targets) {
 // thread count. A histogram pass, a prefix sum (target-major, piece-minor)
 // and a placement pass; values must already be checked to lie in
 // [0, num_targets). Callers that lay out their payload in `place` save a
-// pass over the positions.
+// pass over the positions. Values already grouped (non-decreasing, as the
+// ids an embedding-bag owner receives, bag after bag) skip the sort: the
+// stable order is then the identity, so one pass finds the runs and the
+// placement reads and writes in order.
 template <typename I, typename Place>
 void counting_sort_by_target(const I* values, int64_t stride, int64_t count, int64_t num_targets,
                              Buffer<int64_t>& offsets, const Place& place) {
+  int64_t sorted_prefix = 1;
+  while (sorted_prefix < count && values[sorted_prefix * stride] >= values[(sorted_prefix - 1) * stride])
+    ++sorted_prefix;
+  if (count == 0 || sorted_prefix == count) {
+    offsets = Buffer<int64_t>(num_targets + 1);
+    int64_t t = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      const auto v = static_cast<int64_t>(values[i * stride]);
+      while (t <= v) offsets[t++] = i;
+    }
+    while (t <= num_targets) offsets[t++] = count;
+    parallel_for(count, kSortGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) place(i, i);
+    });
+    return;
+  }
   const int64_t pieces = threads_for(count, kSortGrain);
   Buffer<int64_t> histograms(pieces * num_targets);
   offsets = Buffer<int64_t>(num_targets + 1);
