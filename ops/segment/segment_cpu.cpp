@@ -26,6 +26,18 @@ void inner_offsets(const SegmentGeometry& g, int64_t k0, int64_t count, int64_t 
   }
 }
 
+// Whether src's inner positions are consecutive elements, so a tile reads
+// count adjacent values and the fold vectorizes (selects instead of the
+// branches that made amax/amin 3-4x slower than sum on short segments).
+bool inner_is_contiguous(const SegmentGeometry& g) {
+  return g.inner.ndim == 0 || (g.inner.ndim == 1 && g.inner.strides[0][0] == 1);
+}
+
+template <typename Op, typename A, typename T>
+void fold_adjacent(A* __restrict acc, const T* __restrict s, int64_t count) {
+  for (int64_t j = 0; j < count; ++j) acc[j] = Op::combine(acc[j], static_cast<A>(s[j]));
+}
+
 int64_t grain_for(const SegmentGeometry& g, int64_t units) {
   const int64_t reads = std::max<int64_t>(1, g.outer_numel * g.len * g.inner_numel);
   return std::max<int64_t>(1, kUnitElements * units / reads);
@@ -43,6 +55,7 @@ void reduce_segments(const SegmentArgs& a) {
   int64_t* arg = static_cast<int64_t*>(a.arg.data());
   const int64_t tiles = (g.inner_numel + kTile - 1) / kTile;
   const int64_t units = g.outer_numel * g.num_out * tiles;
+  const bool adjacent = inner_is_contiguous(g);
   parallel_for_dynamic(units, grain_for(g, units), [&](int64_t first, int64_t last) {
     A acc[kTile];
     int64_t win[kTile];
@@ -92,6 +105,10 @@ void reduce_segments(const SegmentArgs& a) {
         for (int64_t j = 0; j < count; ++j) acc[j] = Op::identity();
         for (int64_t e = begin; e < end; ++e) {
           const T* s = src + off[0] + e * g.src_stride;
+          if (adjacent) {
+            fold_adjacent<Op>(acc, s + k0, count);
+            continue;
+          }
           for (int64_t j = 0; j < count; ++j) acc[j] = Op::combine(acc[j], static_cast<A>(s[src_off[j]]));
         }
         const bool empty_is_zero = (R == Reduce::Amax || R == Reduce::Amin) && begin == end;
