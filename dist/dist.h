@@ -270,7 +270,9 @@ Work broadcast_async(const TensorView& tensor, int root, const Communicator& com
 // Composed from the collectives here (dist/rooted.cpp); blocking. A bad list
 // on the root raises ArgumentError there and MismatchError on the other
 // ranks before any data moves (nobody waits); a root outside [0, size)
-// raises ArgumentError on the ranks that pass it.
+// raises ArgumentError on the ranks that pass it. Errors name the lists as
+// torch.distributed does (gather_list, scatter_list); the Python layer's
+// gather, scatter and reduce are these functions.
 
 // On root: tensor = op over the ranks of tensor; the other ranks' tensors are
 // left as they were (an all_reduce into a copy off the root: twice a tree's

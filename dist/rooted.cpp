@@ -83,8 +83,8 @@ void gather(const std::vector<TensorView>& outputs, const TensorView& input, int
   check_root(op, "dst", root, comm);
   const int ws = comm.size();
   const bool me = comm.rank() == root;
-  for (const TensorView& t : outputs) check_output(op, "outputs", t);
-  const std::string problem = list_problem("outputs", outputs, input, me, ws);
+  for (const TensorView& t : outputs) check_output(op, "gather_list", t);
+  const std::string problem = list_problem("gather_list", outputs, input, me, ws);
   Tensor packed;
   const TensorView send = one_row(input, packed);
   const Tensor received = rows_like(input, me && problem.empty() ? ws : 0);
@@ -104,7 +104,7 @@ void scatter(const TensorView& output, const std::vector<TensorView>& inputs, in
   check_output(op, "output", output);
   const int ws = comm.size();
   const bool me = comm.rank() == root;
-  const std::string problem = list_problem("inputs", inputs, output, me, ws);
+  const std::string problem = list_problem("scatter_list", inputs, output, me, ws);
   const bool sends = me && problem.empty();
   const Tensor send = rows_like(output, sends ? ws : 0);
   for (int r = 0; sends && r < ws; ++r) {

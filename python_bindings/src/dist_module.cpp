@@ -189,6 +189,7 @@ void def_collective_pair(nb::module_& d, const char* op, void (*sync)(Params...)
         without_gil([&] { std::apply(sync, call); });
       },
       nb::arg(names[I])..., doc);
+  if (async == nullptr) return;
   d.def((std::string(op) + "_async").c_str(),
         [views, async](const Py&... args) {
           Kept keep;
@@ -203,6 +204,14 @@ template <typename... Py, typename... Params>
 void def_collective(nb::module_& d, const char* op, void (*sync)(Params...), dist::Work (*async)(Params...),
                     const std::array<const char*, sizeof...(Py)>& names, const char* doc) {
   def_collective_pair<Py...>(d, op, sync, async, names, doc, std::index_sequence_for<Py...>{});
+}
+
+// A collective that dist has only in blocking form (the rooted ones).
+template <typename... Py, typename... Params>
+void def_blocking_collective(nb::module_& d, const char* op, void (*sync)(Params...),
+                             const std::array<const char*, sizeof...(Py)>& names, const char* doc) {
+  def_collective_pair<Py...>(d, op, sync, static_cast<dist::Work (*)(Params...)>(nullptr), names, doc,
+                             std::index_sequence_for<Py...>{});
 }
 
 // DistError(RuntimeError), as torch.distributed.DistError; MismatchError and
@@ -408,6 +417,15 @@ void register_collectives(nb::module_& d) {
   def_collective<OutArray, int, Communicator>(d, "broadcast", dist::broadcast, dist::broadcast_async,
                                               {"tensor", "root", "comm"},
                                               "tensor = root's tensor (root: a rank of comm).");
+  def_blocking_collective<OutArray, int, dist::ReduceOp, Communicator>(
+      d, "reduce", dist::reduce, {"tensor", "root", "op", "comm"},
+      "On root: tensor = op over ranks of tensor; the other ranks' tensors are left as they were.");
+  def_blocking_collective<Outs, InArray, int, Communicator>(
+      d, "gather", dist::gather, {"gather_list", "tensor", "root", "comm"},
+      "On root: gather_list[i] = rank i's tensor; the other ranks pass an empty list.");
+  def_blocking_collective<OutArray, Ins, int, Communicator>(
+      d, "scatter", dist::scatter, {"tensor", "scatter_list", "root", "comm"},
+      "tensor = root's scatter_list[rank]; the other ranks pass an empty list.");
   def_collective<Outs, Ins, Communicator>(d, "all_to_all", dist::all_to_all, dist::all_to_all_async,
                                           {"outputs", "inputs", "comm"}, "outputs[i] = rank i's inputs[rank].");
   def_collective<OutArray, InArray, Splits, Splits, Communicator>(

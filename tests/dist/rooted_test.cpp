@@ -105,7 +105,7 @@ TEST_F(RootedTest, ABadListRaisesOnEveryRankAndTheCommunicatorGoesOn) {
   std::vector<TensorView> short_list(storage.begin(), storage.end());
   if (rank() == root) {
     const std::string msg = expect_throws<ArgumentError>([&] { dist::gather(short_list, x, root, comm()); });
-    EXPECT_TRUE(mentions(msg, {"gather: ", "outputs", "one tensor per rank", std::to_string(ws() - 1)})) << msg;
+    EXPECT_TRUE(mentions(msg, {"gather: ", "gather_list", "one tensor per rank", std::to_string(ws() - 1)})) << msg;
   } else {
     expect_throws<dist::MismatchError>([&] { dist::gather({}, x, root, comm()); });
   }
@@ -117,7 +117,7 @@ TEST_F(RootedTest, ABadListRaisesOnEveryRankAndTheCommunicatorGoesOn) {
   const Tensor out = Tensor::zeros({3}, DType::Int64);
   if (rank() == 0) {
     const std::string msg = expect_throws<ArgumentError>([&] { dist::scatter(out, stray, root, comm()); });
-    EXPECT_TRUE(mentions(msg, {"scatter: ", "inputs", "empty on a rank other than the root"})) << msg;
+    EXPECT_TRUE(mentions(msg, {"scatter: ", "scatter_list", "empty on a rank other than the root"})) << msg;
   } else {
     expect_throws<dist::MismatchError>(
         [&] { dist::scatter(out, rank() == root ? full_list : std::vector<TensorView>{}, root, comm()); });

@@ -1,27 +1,22 @@
 """torch.distributed's rooted collectives (gather, scatter, reduce) and object collectives
-(all_gather_object, broadcast_object_list, gather_object), composed from scatterx's collectives.
+(all_gather_object, broadcast_object_list, gather_object).
 
-gather and scatter are one variable-split all-to-all in which only the root receives (sends): each rank's
-tensor crosses once. reduce is an all_reduce into a copy on the other ranks (the root's tensor takes the
-result; the others keep theirs): twice the bytes of a tree, with the layer's reduce functors. The object
-collectives pickle, exchange the sizes, then the bytes.
-
-A rank whose own arguments are wrong (a gather_list of the wrong length on the root, say) still takes part
-in the exchange with arguments the layer rejects, so every rank raises (the others MismatchError) and
-none is left waiting; then it raises its own error. The operations run synchronously; with
-``async_op=True`` they return a completed :class:`Work`.
+gather, scatter and reduce are the C++ layer's (dist/rooted.cpp, dist.h): one variable-split all-to-all in
+which only the root receives (sends), and an all_reduce into a copy off the root. A bad list on the root
+raises ValueError there and MismatchError on the other ranks before any data moves, so nobody is left
+waiting. The object collectives pickle, exchange the sizes, then the bytes. The operations run
+synchronously; with ``async_op=True`` they return a completed :class:`Work`.
 """
 
 from __future__ import annotations
 
 import pickle
-import sys
 from typing import Any, List, Optional
 
 import numpy as np
 
-from .._ops import _is_torch
-from ._collectives import Work, _Call, _copy_into, _finished, all_gather_into_tensor, all_reduce, broadcast
+from ._collectives import (Work, _Call, _copy_into, _finished, _premul_factor, _scaled, all_gather_into_tensor,
+                           broadcast)
 from ._groups import Array, GroupLike, ReduceOp, _dist, _resolve
 
 
@@ -39,61 +34,21 @@ def _root(call: _Call, rank: Optional[int], group_rank: Optional[int], name: str
     return call.pg._group_rank[int(rank)]
 
 
-def _rows(x: Array, rows: int, n: int) -> Array:
-    """A new [rows, n] array of x's kind, dtype and device."""
-    if _is_torch(x):
-        return x.new_empty((rows, n))
-    if isinstance(x, np.ndarray):
-        return np.empty((rows, n), dtype=x.dtype)
-    return sys.modules["cupy"].empty((rows, n), dtype=x.dtype)
-
-
-def _flat(x: Array) -> Array:
-    return x.reshape(1, -1)
-
-
-def _exchange(call: _Call, send: Array, out: Array, send_splits: List[int], recv_splits: List[int],
-              problem: Optional[Exception]) -> None:
-    """One all_to_all_single; a rank with a `problem` enters with an output one row too long, which the layer
-    rejects on every rank before any data moves, and raises its problem."""
-    if problem is not None:
-        out = _rows(send, out.shape[0] + 1, out.shape[1])
-        try:
-            _dist.all_to_all_single(call.output(out, "output"), call.input(send, "input"), recv_splits, send_splits,
-                                    call.comm)
-        except Exception:  # noqa: BLE001 (the layer's rejection: this rank raises its own error instead)
-            pass
-        raise problem
-    _dist.all_to_all_single(call.output(out, "output"), call.input(send, "input"), recv_splits, send_splits,
-                            call.comm)
+def _list_or_empty(xs: Any) -> Any:
+    """A list argument as the extension takes it: None (what the non-root ranks pass) is an empty list."""
+    return [] if xs is None else xs
 
 
 def gather(tensor: Array, gather_list: Optional[List[Array]] = None, dst: Optional[int] = None,
            group: GroupLike = None, async_op: bool = False, group_dst: Optional[int] = None) -> Optional[Work]:
     """On the root (global rank ``dst``, or ``group_dst``; default global rank 0): ``gather_list[i]`` = rank
-    i's ``tensor`` (one array per rank, each of tensor's shape and dtype); the others pass no list."""
+    i's ``tensor`` (one array per rank, each of tensor's element count and dtype); the others pass no list."""
     call = _Call("gather", group)
     if call.comm is None:
         return None
     root = _root(call, dst, group_dst, "dst")
-    ws, me = call.pg.size(), call.pg.rank()
-    problem = None
-    if me == root and (not isinstance(gather_list, (list, tuple)) or len(gather_list) != ws):
-        problem = ValueError(f"gather: expected gather_list to be a list of {ws} arrays on the destination rank, got "
-                             f"{type(gather_list).__name__} of length {len(gather_list or [])}")
-    elif me == root and any(tuple(t.shape) != tuple(tensor.shape) for t in gather_list):
-        problem = ValueError(f"gather: expected every gather_list array of tensor's shape {list(tensor.shape)}, got "
-                             f"{[list(t.shape) for t in gather_list]}")
-    elif me != root and gather_list:
-        problem = ValueError("gather: expected gather_list to be None or empty on a rank other than the destination, "
-                             f"got a list of {len(gather_list)}")
-    send = _flat(tensor)
-    n = send.shape[1]
-    out = _rows(send, ws if me == root else 0, n)
-    _exchange(call, send, out, [1 if r == root else 0 for r in range(ws)], [1 if me == root else 0] * ws, problem)
-    if me == root:
-        for r in range(ws):
-            _copy_into(gather_list[r], out[r])
+    outs = call.outputs(_list_or_empty(gather_list), "gather_list")
+    call.run((outs, call.input(tensor, "tensor"), root), (), False)
     return _finished(async_op, list(gather_list or []))
 
 
@@ -105,23 +60,8 @@ def scatter(tensor: Array, scatter_list: Optional[List[Array]] = None, src: Opti
     if call.comm is None:
         return None
     root = _root(call, src, group_src, "src")
-    ws, me = call.pg.size(), call.pg.rank()
-    n = int(np.prod(tensor.shape, dtype=np.int64))
-    problem = None
-    if me == root and (not isinstance(scatter_list, (list, tuple)) or len(scatter_list) != ws):
-        problem = ValueError(f"scatter: expected scatter_list to be a list of {ws} arrays on the source rank, got "
-                             f"{type(scatter_list).__name__} of length {len(scatter_list or [])}")
-    elif me == root and any(int(np.prod(t.shape, dtype=np.int64)) != n for t in scatter_list):
-        problem = ValueError(f"scatter: expected every scatter_list array to have tensor's {n} elements, got "
-                             f"{[int(np.prod(t.shape, dtype=np.int64)) for t in scatter_list]}")
-    send = _rows(tensor, ws if me == root and problem is None else 0, n)
-    if me == root and problem is None:
-        for r in range(ws):
-            _copy_into(send[r], _flat(scatter_list[r]))
-    out = _rows(tensor, 1, n)
-    _exchange(call, send, out, [1] * ws if me == root and problem is None else [0] * ws,
-              [1 if r == root else 0 for r in range(ws)], problem)
-    _copy_into(tensor, out[0])
+    ins = call.inputs(_list_or_empty(scatter_list), "scatter_list")
+    call.run((call.output(tensor, "tensor"), ins, root), (), False)
     return _finished(async_op, [tensor])
 
 
@@ -133,8 +73,15 @@ def reduce(tensor: Array, dst: Optional[int] = None, op: Any = ReduceOp.SUM, gro
     if call.comm is None:
         return None
     root = _root(call, dst, group_dst, "dst")
-    target = tensor if call.pg.rank() == root else (tensor.clone() if _is_torch(tensor) else tensor.copy())
-    all_reduce(target, op=op, group=group)
+    factor = _premul_factor(op, call.op, [tensor])
+    if factor is None:
+        call.run((call.output(tensor, "tensor"), root, call.reduce_op(op)), (), False)
+        return _finished(async_op, [tensor])
+    # PREMUL_SUM: a scaled copy, summed; the root's tensor takes the sum
+    total = _scaled(call.output(tensor, "tensor"), factor)
+    call.run((total, root, _dist.ReduceOp.Sum), (), False)
+    if call.pg.rank() == root:
+        _copy_into(tensor, total)
     return _finished(async_op, [tensor])
 
 
