@@ -18,6 +18,7 @@ Pairs, on the very same torch float32 tensors (scatterx reads them through DLPac
                      (or, where gloo lacks it, dist.all_gather into views of out: the impl says so)
   all_reduce         sxd.all_reduce(buf), in place  vs  dist.all_reduce(buf); buf restored from a pristine
                      copy before every call, outside the timed region
+  broadcast          sxd.broadcast(buf, src=0)  vs  dist.broadcast(buf, src=0); busbw = algbw (nccl-tests)
   all_to_all_single  sxd.all_to_all_single(out, inp, out_splits, in_splits)  vs  dist.all_to_all_single,
                      uneven splits (rank r sends u * ((r + j) % ws + 1) rows of 16 floats to rank j)
   all_to_all_v       sxd.all_to_all_v(inp, in_splits) (works out the receive splits, returns a new tensor)
@@ -47,7 +48,6 @@ import datetime
 import math
 import os
 import platform
-import statistics
 import sys
 import time
 
@@ -122,14 +122,14 @@ def main() -> int:
     ap.add_argument("--factor", type=int, default=4)
     ap.add_argument("--iters", type=int, default=0, help="timed calls per library (0: by size, 20 to 200)")
     ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--ops", default="reduce_scatter,all_gather,all_reduce,all_to_all_single,all_to_all_v")
+    ap.add_argument("--ops", default="reduce_scatter,all_gather,all_reduce,broadcast,all_to_all_single,all_to_all_v")
     ap.add_argument("--retries", type=int, default=2)
     ap.add_argument("--noisy", type=float, default=NOISY)
     ap.add_argument("--markdown", metavar="FILE", help="also write the report (markdown) to FILE")
     args = ap.parse_args()
     min_b, max_b = parse_bytes(args.min_bytes), parse_bytes(args.max_bytes)
     ops = [o for o in args.ops.split(",") if o]
-    known = {"reduce_scatter", "all_gather", "all_reduce", "all_to_all_single", "all_to_all_v"}
+    known = {"reduce_scatter", "all_gather", "all_reduce", "broadcast", "all_to_all_single", "all_to_all_v"}
     if not ops or set(ops) - known or min_b < 1 or max_b < min_b or args.factor < 2:
         ap.error(f"--ops must name some of {sorted(known)}; need 0 < --min-bytes <= --max-bytes, --factor >= 2")
 
@@ -247,6 +247,15 @@ def main() -> int:
             c.update(bytes=n * 4, count=n, factor=2 * (ws - 1) / ws, exact=False, out=buf,
                      sx=lambda: sxd.all_reduce(buf), ref=lambda: dist.all_reduce(buf),
                      reset=lambda: buf.copy_(pristine))
+        elif op == "broadcast":
+            n = max(1, size // 4)
+            pristine, buf = values(n, 5000), torch.zeros(n)
+
+            def reset():  # the root holds the data; the others' buffers are poisoned for the check
+                buf.copy_(pristine) if rank == 0 else buf.fill_(float("nan"))
+
+            c.update(bytes=n * 4, count=n, factor=1.0, exact=True, out=buf, reset=reset,
+                     sx=lambda: sxd.broadcast(buf, src=0), ref=lambda: dist.broadcast(buf, src=0))
         else:
             units = ws * (ws + 1) // 2
             u = max(1, size // (4 * ROW * units))
@@ -273,7 +282,7 @@ def main() -> int:
         msg = ""
         if c["reset"]:
             c["reset"]()
-        if c["op"] != "all_reduce":
+        if c["op"] not in ("all_reduce", "broadcast"):
             out.fill_(float("nan"))
         c["sx"]()
         if c["op"] == "all_to_all_v":
@@ -285,7 +294,7 @@ def main() -> int:
             got = out.clone()
         if c["reset"]:
             c["reset"]()
-        if c["op"] != "all_reduce":
+        if c["op"] not in ("all_reduce", "broadcast"):
             out.fill_(float("nan"))
         ref()
         want = out
