@@ -75,6 +75,28 @@ void check_local(const TensorView& shard, const TensorView& input, const TensorV
 
 using agreement::gather_records;
 
+// The rank owning an id: a branch-free count of the block starts at or below
+// it for small groups (a binary search mispredicts about once per random
+// id), a binary search beyond.
+class OwnerOf {
+ public:
+  explicit OwnerOf(const std::vector<int64_t>& starts) : starts_(starts) {}
+  int64_t operator()(int64_t id) const {
+    const int64_t world = static_cast<int64_t>(starts_.size()) - 1;
+    if (world > kLinear)
+      return static_cast<int64_t>(std::upper_bound(starts_.begin(), starts_.end(), id) - starts_.begin()) - 1;
+    // starts[0] = 0 <= id < starts[world]; an empty block shares its start
+    // with the next one, so the count passes it, as upper_bound does.
+    int64_t o = 0;
+    for (int64_t r = 1; r < world; ++r) o += starts_[r] <= id ? 1 : 0;
+    return o;
+  }
+
+ private:
+  static constexpr int64_t kLinear = 16;
+  const std::vector<int64_t>& starts_;
+};
+
 // ok, dim, dtype, mode, weighted, then the W + 1 row_starts.
 constexpr int64_t kFixed = 5;
 
@@ -119,15 +141,15 @@ Tensor plan_requests(const TensorView& input, const TensorView& offsets, const T
   h.id_send_splits.assign(static_cast<size_t>(world), 0);
   h.part_recv_splits.assign(static_cast<size_t>(world), 0);
   std::vector<int64_t> last_bag(static_cast<size_t>(world), -1);
+  const OwnerOf owner_of(starts);
   for (int64_t b = 0, i = 0; b < bags; ++b) {
     const int64_t end = b + 1 < bags ? index_at(offsets, b + 1) : n;
     for (; i < end; ++i) {
-      const int64_t id = index_at(input, i);
-      const int o = static_cast<int>(std::upper_bound(starts.begin(), starts.end(), id) - starts.begin()) - 1;
+      const int64_t o = owner_of(index_at(input, i));
       owner[2 * i] = o;
       owner[2 * i + 1] = b;
       ++h.id_send_splits[o];
-      if (last_bag[o] != b) ++h.part_recv_splits[o];
+      h.part_recv_splits[o] += last_bag[o] != b ? 1 : 0;  // no branch: the owners of random ids alternate
       last_bag[o] = b;
     }
   }
@@ -151,7 +173,10 @@ Tensor plan_requests(const TensorView& input, const TensorView& offsets, const T
     pos[s] = i;
     m[s * cols] = index_at(input, i) - starts[o];
     m[s * cols + 1] = b;
-    if (last_bag[o] != b) part_bag[next_part[o]++] = b;
+    // Branch-free: a new bag takes the next slot; a repeated one rewrites its
+    // own (the first id of every owner is new, so the slot is the owner's).
+    next_part[o] += last_bag[o] != b ? 1 : 0;
+    part_bag[next_part[o] - 1] = b;
     last_bag[o] = b;
   }
   with_float(h.dtype, [&](auto zero) {
