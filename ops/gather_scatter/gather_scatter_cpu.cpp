@@ -3,6 +3,8 @@
 // counting sort that lays the edges out as it places them); groups are spread over threads
 // and each destination row is folded by one thread, a tile of features at a
 // time, and written once: no atomics, results independent of the thread count.
+// The fold is compiled for the baseline ISA and again for AVX2 (cpu_isa.h):
+// the same additions in the same order, so the results are bit-identical.
 #include <algorithm>
 #include <cstring>
 
@@ -10,6 +12,7 @@
 #include "ops/dispatch.h"
 #include "ops/gather_scatter/gather_scatter_args.h"
 #include "ops/reduce_ops.h"
+#include "ops/runtime/cpu_isa.h"
 #include "ops/runtime/parallel.h"
 
 namespace scatterx::detail {
@@ -19,7 +22,10 @@ namespace {
 constexpr int64_t kTile = 64;            // features one pass over a group folds together
 constexpr int64_t kUnitElements = 4096;  // about this many source reads per dynamic piece
 
-constexpr int64_t kPrefetch = 12;  // edges ahead whose source row is prefetched
+// Edges ahead whose source row (tile) is prefetched. Random 512-byte rows of
+// a 256 MiB table (the embedding-bag owner's pooling, 328k ids): 8 ahead
+// 16.4 ms, 12 ahead 17.4, 20 ahead 17.6 with AVX2 (baseline SSE2: 20.1).
+constexpr int64_t kPrefetch = 8;
 
 // The grouped edges' source row offsets (and weights, in the accumulation
 // type) laid out in group order, so the fold reads them sequentially and
@@ -80,8 +86,8 @@ LaidOutEdges<T> lay_out_by_counting(const GatherScatterArgs& a) {
 // into o. kCount > 0 fixes count at compile time (whole tiles: the
 // accumulators stay in registers), 0 takes it at run time.
 template <typename T, Reduce R, bool kWeighted, int64_t kCount>
-void fold_tile(const GatherScatterArgs& a, const Buffer<int64_t>& rows, const Buffer<acc_t<T>>& weights, int64_t begin,
-               int64_t end, int64_t k0, int64_t runtime_count, T* o) {
+SCATTERX_INLINE void fold_tile(const GatherScatterArgs& a, const Buffer<int64_t>& rows, const Buffer<acc_t<T>>& weights,
+                               int64_t begin, int64_t end, int64_t k0, int64_t runtime_count, T* o) {
   using A = acc_t<T>;
   using Op = ReduceOp<R, A>;
   const T* x = static_cast<const T*>(a.x.data());
@@ -106,28 +112,53 @@ void fold_tile(const GatherScatterArgs& a, const Buffer<int64_t>& rows, const Bu
   for (int64_t j = 0; j < count; ++j) o[k0 + j] = empty_is_zero ? T(0) : static_cast<T>(Op::finalize(acc[j], n));
 }
 
-// Folds every group: groups [0, num_groups) with edges [offsets[g],
-// offsets[g + 1]) of the laid-out entries into row target_of(g) of out.
+// Folds the groups [first, last): group g's edges [offsets[g], offsets[g +
+// 1]) of the laid-out entries into row target_of(g) of out.
+template <typename T, Reduce R, bool kWeighted, typename TargetOf>
+SCATTERX_INLINE void fold_range_body(const GatherScatterArgs& a, const LaidOutEdges<T>& edges, const int64_t* offsets,
+                                     const TargetOf& target_of, int64_t first, int64_t last) {
+  T* out = static_cast<T*>(a.out.data());
+  const int64_t F = a.features;
+  for (int64_t g = first; g < last; ++g) {
+    const int64_t begin = offsets[g];
+    const int64_t end = offsets[g + 1];
+    T* o = out + target_of(g) * F;
+    for (int64_t k0 = 0; k0 < F; k0 += kTile) {
+      const int64_t count = std::min(kTile, F - k0);
+      if (count == kTile) {
+        fold_tile<T, R, kWeighted, kTile>(a, edges.rows, edges.weights, begin, end, k0, count, o);
+      } else {
+        fold_tile<T, R, kWeighted, 0>(a, edges.rows, edges.weights, begin, end, k0, count, o);
+      }
+    }
+  }
+}
+
+template <typename T, Reduce R, bool kWeighted, typename TargetOf>
+void fold_range(const GatherScatterArgs& a, const LaidOutEdges<T>& edges, const int64_t* offsets,
+                const TargetOf& target_of, int64_t first, int64_t last) {
+  fold_range_body<T, R, kWeighted>(a, edges, offsets, target_of, first, last);
+}
+
+template <typename T, Reduce R, bool kWeighted, typename TargetOf>
+SCATTERX_TARGET_AVX2 void fold_range_avx2(const GatherScatterArgs& a, const LaidOutEdges<T>& edges,
+                                          const int64_t* offsets, const TargetOf& target_of, int64_t first,
+                                          int64_t last) {
+  fold_range_body<T, R, kWeighted>(a, edges, offsets, target_of, first, last);
+}
+
+// Folds every group, [0, num_groups), spread over the threads.
 template <typename T, Reduce R, bool kWeighted, typename TargetOf>
 void fold_groups(const GatherScatterArgs& a, const LaidOutEdges<T>& edges, int64_t num_groups, const int64_t* offsets,
                  const TargetOf& target_of) {
-  T* out = static_cast<T*>(a.out.data());
-  const int64_t F = a.features;
-  const int64_t reads = std::max<int64_t>(1, a.edges * F);
+  const int64_t reads = std::max<int64_t>(1, a.edges * a.features);
   const int64_t grain = std::max<int64_t>(1, kUnitElements * num_groups / reads);
+  const bool avx2 = use_avx2();
   parallel_for_dynamic(num_groups, grain, [&](int64_t first, int64_t last) {
-    for (int64_t g = first; g < last; ++g) {
-      const int64_t begin = offsets[g];
-      const int64_t end = offsets[g + 1];
-      T* o = out + target_of(g) * F;
-      for (int64_t k0 = 0; k0 < F; k0 += kTile) {
-        const int64_t count = std::min(kTile, F - k0);
-        if (count == kTile) {
-          fold_tile<T, R, kWeighted, kTile>(a, edges.rows, edges.weights, begin, end, k0, count, o);
-        } else {
-          fold_tile<T, R, kWeighted, 0>(a, edges.rows, edges.weights, begin, end, k0, count, o);
-        }
-      }
+    if (avx2) {
+      fold_range_avx2<T, R, kWeighted>(a, edges, offsets, target_of, first, last);
+    } else {
+      fold_range<T, R, kWeighted>(a, edges, offsets, target_of, first, last);
     }
   });
 }

@@ -112,6 +112,16 @@ def test_fewer_rows_than_ranks():
     run_case("mean", torch.float64, "uniform", rows=3)  # at 4 ranks the last shard is empty
 
 
+def test_shards_on_huge_pages_match_torch():
+    """Shards of 4 MiB and more are advised onto huge pages before they are filled: results as before, for the
+    pretrained copy and the randomly initialised shard alike."""
+    torch = _torch()
+    bag, _, _ = run_case("sum", torch.float64, "uniform", rows=1 << 19)  # 5 MiB shards at 4 ranks
+    assert bag.weight.is_contiguous() and bag.weight.shape == (bag.shard_range[1] - bag.shard_range[0], DIM)
+    fresh = dist.ShardedEmbeddingBag(1 << 19, DIM, "sum", dtype=torch.float64)
+    assert fresh.weight.is_contiguous() and torch.isfinite(fresh.weight).all() and fresh.weight.std() > 0.5
+
+
 def test_two_d_input_and_empty_batch():
     torch = _torch()
     full = table(torch.float64)
