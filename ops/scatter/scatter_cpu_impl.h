@@ -320,8 +320,17 @@ class CpuScatter {
     const int64_t row_bytes = len * int64_t{sizeof(T)};
     const auto span = static_cast<uint64_t>(hi - lo);
     const int64_t ahead = std::clamp<int64_t>(8192 / std::max<int64_t>(row_bytes, 1), 2, kUnsortedAhead);
-    auto fold_row = [&](T* __restrict dst, const T* __restrict src) {
-      for (int64_t j = 0; j < len; ++j) dst[j * ds] = Op::combine(dst[j * ds], value<kScaled>(src[j * ss]));
+    // Through an aligned stack accumulator, as the grouped fold: folding in
+    // place let the vectorizer peel by the destination's alignment, and the
+    // peeled scalar code and the vector code propagate different NaNs.
+    auto fold_row = [&](T* dst, const T* src) {
+      for (int64_t j0 = 0; j0 < len; j0 += kRowChunk) {
+        const int64_t n = std::min(kRowChunk, len - j0);
+        alignas(64) A acc[kRowChunk];
+        for (int64_t j = 0; j < n; ++j) acc[j] = dst[(j0 + j) * ds];
+        for (int64_t j = 0; j < n; ++j) acc[j] = Op::combine(acc[j], value<kScaled>(src[(j0 + j) * ss]));
+        for (int64_t j = 0; j < n; ++j) dst[(j0 + j) * ds] = acc[j];
+      }
     };
     int64_t off[3] = {};
     for (int64_t u = 0; u < g_.outer_numel; ++u) {
