@@ -23,21 +23,6 @@ using scatterx::detail::knob_spec;
 using scatterx::detail::KnobKind;
 using scatterx::detail::KnobSpec;
 
-// Sets (or, with nullptr, unsets) a variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    value == nullptr ? unsetenv(name) : setenv(name, value, 1);
-  }
-  ~ScopedEnv() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
-
 // Reads a knob whatever its kind, as text.
 std::string read(const KnobSpec& spec) {
   switch (spec.kind) {
@@ -56,7 +41,7 @@ std::string read(const KnobSpec& spec) {
 TEST(Knobs, EveryDefaultIsValidAndEmptyMeansDefault) {
   int count = 0;
   const KnobSpec* knobs = all_knobs(&count);
-  ASSERT_EQ(count, 10);
+  ASSERT_EQ(count, 11);
   for (int i = 0; i < count; ++i) {
     SCOPED_TRACE(knobs[i].variable);
     EXPECT_EQ(static_cast<int>(knobs[i].knob), i);

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <initializer_list>
@@ -246,5 +247,20 @@ void expect_error(F&& f, std::initializer_list<std::string> pieces) {
     EXPECT_NE(what.find(piece), std::string::npos) << "message \"" << what << "\" lacks \"" << piece << "\"";
   }
 }
+
+// Sets (or, with nullptr, unsets) a variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    value == nullptr ? unsetenv(name) : setenv(name, value, 1);
+  }
+  ~ScopedEnv() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
 
 }  // namespace sxt
