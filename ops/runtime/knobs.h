@@ -35,7 +35,7 @@ enum class KnobKind {
   X(DistShm, "SCATTERX_DIST_SHM", Flag, "1", 0, 0, "", false,                                                        \
     "reduce-scatter through a shared-memory segment when every rank is on one host (default of the shared_memory "   \
     "option)")                                                                                                       \
-  X(DistAllReduceSmallBytes, "SCATTERX_DIST_ALLREDUCE_SMALL_BYTES", Bytes, "262144", 0, int64_t{1} << 24, "", false, \
+  X(DistAllReduceSmallBytes, "SCATTERX_DIST_ALLREDUCE_SMALL_BYTES", Bytes, "65536", 0, int64_t{1} << 24, "", false, \
     "all_reduce of at most this many bytes takes the latency path (shared-memory slots on one host, recursive "      \
     "doubling between hosts); 0 never")                                                                              \
   X(DistShmStream, "SCATTERX_DIST_SHM_STREAM", Choice, "auto", 0, 0, "auto|0|1", false,                              \
