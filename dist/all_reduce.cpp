@@ -1,25 +1,66 @@
 // all_reduce (dist.h), sync and async: a reduce-scatter in place, then an
 // all-gather of the reduced blocks, on the host (ring.h) or the device
-// (device.h).
+// (device.h); small host tensors take the latency path instead
+// (latency_all_reduce.h).
 #include <algorithm>
 #include <vector>
 
 #include "dist/arg_checks.h"
 #include "dist/device.h"
+#include "dist/latency_all_reduce.h"
 #include "dist/launch.h"
 #include "dist/p2p.h"
 #include "dist/ring.h"
+#include "dist/shm_transport.h"
 #include "dist/staging.h"
 
 namespace scatterx::dist {
+
+namespace {
+
+// Whether the call takes the latency path: alike on every rank, since the
+// sizes agree (the arguments do) and so does the threshold.
+bool latency_path(const Communicator::State& s, const TensorView& tensor, const DeviceRoute& route) {
+  return !route && s.size > 1 && tensor.numel() * tensor.element_size() <= s.allreduce_small_bytes;
+}
+
+// The latency path over the contiguous `data` of `tensor`'s shape: through
+// the segment on one host (shm_ready's verdict is collective), else by
+// recursive doubling.
+void latency_all_reduce(Communicator::State& s, Waiter& w, int tag, char* data, const TensorView& tensor,
+                        ReduceOp reduce_op, const char* op) {
+  const Reduce reduce = local_reduce(reduce_op);
+  const int64_t count = mean_count(reduce_op, s.size);
+  if (shm_ready(s, w, op))
+    shm_all_reduce(s, w, data, tensor.numel(), tensor.dtype(), reduce, count, op);
+  else
+    recursive_doubling_all_reduce(s, w, tag, data, tensor.numel(), tensor.dtype(), reduce, count, op);
+}
+
+}  // namespace
 
 // `op` names the call in errors (barrier() is an all_reduce too).
 static Work all_reduce_impl(const TensorView& tensor, ReduceOp reduce_op, const Communicator& comm, bool async,
                             const char* op = "all_reduce") {
   const int ws = comm.size();
-  auto check = [&] {
+  auto validate = [&] {
     check_output(op, "tensor", tensor);
     check_reduce_op(op, reduce_op, tensor.dtype());
+  };
+  // Sync latency-path calls skip launch()'s queueing (run_now).
+  if (!async && tensor.device().is_cpu()) {
+    validate();
+    const DeviceRoute none = device_route(tensor, op);
+    const bool ran =
+        latency_path(comm.state(), tensor, none) && run_now(comm, op, [&](Communicator::State& s, Waiter& w, int tag) {
+          StagedOutput buf(none, tensor, true);
+          latency_all_reduce(s, w, tag, buf.data(), tensor, reduce_op, op);
+          buf.commit();
+        });
+    if (ran) return Work();
+  }
+  auto check = [&] {
+    validate();
     return dense_meta(tensor, ws, static_cast<int64_t>(reduce_op));
   };
   Body body = [tensor, reduce_op, op](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
@@ -27,12 +68,17 @@ static Work all_reduce_impl(const TensorView& tensor, ReduceOp reduce_op, const 
       agree_on_tensor(*metas, op, "tensor", true);
       agree_on_reduce_op(*metas, op);
     }
+    const DeviceRoute route = device_route(tensor, op);
+    StagedOutput buf(route, tensor, true);
+    if (latency_path(s, tensor, route)) {
+      latency_all_reduce(s, w, tag, buf.data(), tensor, reduce_op, op);
+      buf.commit();
+      return;
+    }
     const Blocks blocks = Blocks::even(tensor.numel(), s.size);
     const int64_t es = tensor.element_size();
     const Reduce reduce = local_reduce(reduce_op);
     const int64_t count = mean_count(reduce_op, s.size);
-    const DeviceRoute route = device_route(tensor, op);
-    StagedOutput buf(route, tensor, true);
     // Reduce-scatter in place: block `rank` of the tensor receives the
     // result, and the other blocks are only read until the all-gather
     // overwrites them. The all-gather's messages have their own tag.

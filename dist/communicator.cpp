@@ -82,26 +82,30 @@ std::string validation_error(const CommunicatorOptions& r, const char* op) {
 }
 
 // Every rank of `comm` learns whether the others' settings are valid and
-// agree on what decides the messages (chunk_bytes, shared_memory, checks),
-// and raises if not: ArgumentError on a rank whose own settings are
+// agree on what decides the messages (chunk_bytes, shared_memory, checks and
+// all_reduce's latency threshold), and raises if not: ArgumentError on a rank whose own settings are
 // invalid, MismatchError on the others, so that no rank is left waiting in
 // a later collective that its peers never join.
-void agree_on_settings(MPI_Comm comm, const CommunicatorOptions& r, const std::string& error, const char* op) {
+void agree_on_settings(MPI_Comm comm, const CommunicatorOptions& r, int64_t allreduce_small_bytes,
+                       const std::string& error, const char* op) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  const int64_t mine[4] = {error.empty() ? 1 : 0, *r.chunk_bytes, *r.shared_memory ? 1 : 0, *r.checks ? 1 : 0};
-  std::vector<int64_t> all(static_cast<size_t>(4 * size));
-  check_mpi(MPI_Allgather(mine, 4, MPI_INT64_T, all.data(), 4, MPI_INT64_T, comm), op, "MPI_Allgather");
+  constexpr int kFields = 5;
+  const int64_t mine[kFields] = {error.empty() ? 1 : 0, *r.chunk_bytes, *r.shared_memory ? 1 : 0, *r.checks ? 1 : 0,
+                                 allreduce_small_bytes};
+  std::vector<int64_t> all(static_cast<size_t>(kFields * size));
+  check_mpi(MPI_Allgather(mine, kFields, MPI_INT64_T, all.data(), kFields, MPI_INT64_T, comm), op, "MPI_Allgather");
   if (!error.empty()) throw ArgumentError(error);
-  const char* names[4] = {"", "chunk_bytes", "shared_memory", "checks"};
+  const char* names[kFields] = {"", "options.chunk_bytes", "options.shared_memory", "options.checks",
+                                "SCATTERX_DIST_ALLREDUCE_SMALL_BYTES"};
   for (int p = 0; p < size; ++p) {
-    const int64_t* theirs = &all[static_cast<size_t>(4 * p)];
+    const int64_t* theirs = &all[static_cast<size_t>(kFields * p)];
     if (theirs[0] == 0) detail::raise<MismatchError>(op, "rank ", p, "'s options are invalid (it raised why)");
-    for (int f = 1; f < 4; ++f) {
+    for (int f = 1; f < kFields; ++f) {
       if (theirs[f] == mine[f]) continue;
-      detail::raise<MismatchError>(op, "options.", names[f], " expected the same on every rank, got ", mine[f],
-                                   " on rank ", rank, " and ", theirs[f], " on rank ", p);
+      detail::raise<MismatchError>(op, names[f], " expected the same on every rank, got ", mine[f], " on rank ", rank,
+                                   " and ", theirs[f], " on rank ", p);
     }
   }
 }
@@ -113,16 +117,19 @@ std::shared_ptr<Communicator::State> adopt(MPI_Comm owned, const CommunicatorOpt
   // Resolving reads the environment, which may raise: the ranks still meet
   // in agree_on_settings, so that a bad variable on one rank raises on all.
   CommunicatorOptions settings;
+  int64_t allreduce_small_bytes = 0;
   std::string error;
   try {
     settings = resolve(options, inherited);
     error = validation_error(settings, op);
+    allreduce_small_bytes = detail::knob_bytes(detail::Knob::DistAllReduceSmallBytes);
   } catch (const Error& e) {
     error = e.what();
     settings = CommunicatorOptions{std::chrono::duration<double>(1), false, 1, false};
   }
   auto state = std::make_shared<Communicator::State>(owned, threaded_mpi(), settings);
-  agree_on_settings(owned, settings, error, op);
+  state->allreduce_small_bytes = allreduce_small_bytes;
+  agree_on_settings(owned, settings, allreduce_small_bytes, error, op);
   std::lock_guard<std::mutex> lock(registry_mutex());
   auto& r = registry();
   r.erase(std::remove_if(r.begin(), r.end(), [](const auto& w) { return w.expired(); }), r.end());

@@ -212,7 +212,8 @@ class Communicator {
   // Which path this communicator's reduce-scatters take (and all_reduce's
   // first half): true through the shared-memory segment, false through the
   // point-to-point ring (MPI messages: the path between hosts). Decided, alike
-  // on every rank, by the first reduce-scatter with blocks of 64 KiB or more;
+  // on every rank, by the first reduce-scatter with blocks of 64 KiB or more
+  // or the first all_reduce on the latency path (see all_reduce);
   // true only if shared_memory is on, there are at most 8 ranks and MPI puts
   // them all on one host (MPI_COMM_TYPE_SHARED), so a communicator spanning
   // hosts takes the ring for the whole collective, even between ranks that
@@ -253,7 +254,11 @@ void reduce_scatter_tensor(const TensorView& output, const TensorView& input, Re
 Work reduce_scatter_tensor_async(const TensorView& output, const TensorView& input, ReduceOp op,
                                  const Communicator& comm);
 
-// tensor = op over ranks of tensor (reduce-scatter ring, then all-gather ring).
+// tensor = op over ranks of tensor, in place; every rank gets the same bits.
+// Tensors of at most SCATTERX_DIST_ALLREDUCE_SMALL_BYTES (64 KiB) take the
+// latency path: on one host each rank folds every rank's copy out of the
+// shared segment, in rank order (no MPI message); between hosts recursive
+// doubling. Larger ones: a reduce-scatter ring, then an all-gather ring.
 void all_reduce(const TensorView& tensor, ReduceOp op, const Communicator& comm);
 Work all_reduce_async(const TensorView& tensor, ReduceOp op, const Communicator& comm);
 

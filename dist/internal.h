@@ -87,6 +87,10 @@ struct Communicator::State {
   int64_t chunk_bytes = 0;
   // Whether reduce-scatters try the shared-memory segment (shm_transport.h).
   bool shared_memory = false;
+  // all_reduce of at most this many bytes takes the latency path
+  // (latency_all_reduce.h; SCATTERX_DIST_ALLREDUCE_SMALL_BYTES, read when the
+  // communicator is made and agreed on by every rank).
+  int64_t allreduce_small_bytes = 0;
   // Every rank calls collectives in the same order, so this counter agrees
   // across ranks; each collective's messages carry a tag made from it.
   uint32_t sequence = 0;
@@ -122,6 +126,11 @@ struct Communicator::State {
   // Runs `task` in order with the other collectives. Sync: on this thread,
   // after the queued ones. Async: queued; the returned Work completes with it.
   Work submit(std::function<void()> task, bool async);
+  // submit()'s sync case without its allocations (see run_now, launch.h):
+  // when nothing is queued or running, marks the communicator busy and
+  // returns true; leave_inline() ends it. False: submit() instead.
+  bool enter_inline();
+  void leave_inline();
 
   int next_tag() { return static_cast<int>(sequence++ % static_cast<unsigned>(kTagCycle)); }
   void check_usable(const char* op) const;

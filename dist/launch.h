@@ -69,4 +69,24 @@ using Body = std::function<void(Communicator::State&, Waiter&, int tag, const st
 Work launch(const Communicator& comm, const char* op, bool async, bool exchange_always,
             const std::function<Meta()>& check, Body body);
 
+// launch()'s sync form for calls whose cost is mostly launch()'s own (the
+// Work, the queued closure, the metadata record: a few allocations, as much
+// as a 4-byte all-reduce on one host): when the cross-rank checks are off
+// and no collective is queued or running, runs `body(state, waiter, tag)`
+// here and returns true. Otherwise returns false and the caller launches.
+// The caller has run its local checks.
+template <typename Run>
+bool run_now(const Communicator& comm, const char* op, Run&& body) {
+  Communicator::State& s = comm.state();
+  s.check_usable(op);
+  if (s.checks.load() || !s.enter_inline()) return false;
+  struct Leave {
+    Communicator::State& s;
+    ~Leave() { s.leave_inline(); }
+  } leave{s};
+  Waiter w(s, op);
+  body(s, w, s.next_tag());
+  return true;
+}
+
 }  // namespace scatterx::dist

@@ -29,6 +29,10 @@ namespace {
 // shared-memory path serves (the segment holds ws * kShmSlots slots per rank).
 constexpr int kShmSlots = 4;
 constexpr int kShmMaxRanks = 8;
+// Room for a rank's latency-path call number: two cache lines, so that the
+// adjacent-line prefetcher does not couple it with the slot after it.
+constexpr int64_t kCallNumberBytes = 128;
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "call numbers are shared between processes");
 
 // ---- mapping the segment ----------------------------------------------------------
 
@@ -66,6 +70,8 @@ void ShmTransport::unmap() {
   if (base != nullptr) munmap(base, bytes);
   base = nullptr;
   staging.clear();
+  arrived.clear();
+  small_slots.clear();
 }
 
 namespace {
@@ -129,7 +135,11 @@ bool map_segment(Communicator::State& s, Waiter& w, SetupMessages& m, const char
   if (!agree(s, w, m, wanted && one_host(s, w, m, op) ? 1 : 0, op)) return false;
   t.slot_bytes = std::max<int64_t>(64, (s.chunk_bytes + 63) / 64 * 64);
   const int64_t segment = static_cast<int64_t>(s.size) * kShmSlots * t.slot_bytes;
-  t.bytes = static_cast<size_t>(segment * s.size);
+  // After the staging areas, by rank: a call number on a line of its own,
+  // then the two latency-path slots.
+  t.small_slot_bytes = std::max<int64_t>(64, (s.allreduce_small_bytes + 63) / 64 * 64);
+  const int64_t small_area = kCallNumberBytes + 2 * t.small_slot_bytes;
+  t.bytes = static_cast<size_t>((segment + small_area) * s.size);
 
   // Rank 0 creates the segment and sends its name along ("" when it could not).
   if (s.rank == 0 && !create_segment(m.name, t.bytes)) m.name[0] = 0;
@@ -162,6 +172,15 @@ bool map_segment(Communicator::State& s, Waiter& w, SetupMessages& m, const char
   t.staging.resize(static_cast<size_t>(s.size));
   for (int q = 0; q < s.size; ++q) t.staging[static_cast<size_t>(q)] = t.base + segment * q;
   t.slot_writers.assign(static_cast<size_t>(s.size), {});
+  // The segment starts zeroed (posix_fallocate): every call number is 0.
+  t.arrived.resize(static_cast<size_t>(s.size));
+  t.small_slots.resize(static_cast<size_t>(s.size));
+  for (int q = 0; q < s.size; ++q) {
+    char* area = t.base + segment * s.size + small_area * q;
+    t.arrived[static_cast<size_t>(q)] = reinterpret_cast<std::atomic<uint64_t>*>(area);
+    t.small_slots[static_cast<size_t>(q)] = area + kCallNumberBytes;
+  }
+  t.oversubscribed = s.size > sysconf(_SC_NPROCESSORS_ONLN);
   return true;
 }
 

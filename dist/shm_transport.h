@@ -2,9 +2,12 @@
 // a communicator is on one host, each rank copies its outgoing chunks into
 // its own slots of one shared segment and the receiving rank folds them
 // straight out of there: one copy of the outgoing data instead of MPI's copy
-// on each receive. Empty "ready" and "free" messages order the slots.
+// on each receive. Empty "ready" and "free" messages order the slots. The
+// segment also holds all_reduce's latency-path slots and call numbers
+// (latency_all_reduce.h), ordered by atomics instead of messages.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -33,6 +36,17 @@ struct ShmTransport {
     uint64_t copies = 0;             // since both were measured
   };
   std::vector<SlotWriter> slot_writers;
+  // all_reduce's latency path (shm_all_reduce in latency_all_reduce.h), by
+  // rank: the number of the last call whose slot that rank filled, and its
+  // two slots of small_slot_bytes, which alternate between calls.
+  std::vector<std::atomic<uint64_t>*> arrived;
+  std::vector<char*> small_slots;
+  int64_t small_slot_bytes = 0;
+  uint64_t small_calls = 0;     // this rank's calls of the latency path so far
+  bool oversubscribed = false;  // more ranks than the host has CPUs online
+  char* small_slot(int rank, uint64_t call) const {
+    return small_slots[static_cast<size_t>(rank)] + static_cast<int64_t>(call % 2) * small_slot_bytes;
+  }
 
   ShmTransport() = default;
   ShmTransport(const ShmTransport&) = delete;

@@ -95,6 +95,21 @@ Work Communicator::State::submit(std::function<void()> task, bool async) {
   return Work(work);
 }
 
+bool Communicator::State::enter_inline() {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (busy || !queue.empty()) return false;
+  busy = true;
+  return true;
+}
+
+void Communicator::State::leave_inline() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    busy = false;
+  }
+  cv.notify_all();
+}
+
 namespace {
 // Set by stop_worker when the worker thread itself destroys its State.
 thread_local bool worker_state_destroyed = false;

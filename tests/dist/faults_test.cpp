@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -121,6 +122,27 @@ TEST_F(FaultsTest, StragglerTimesOutEveryWaitingRank) {
     if (name.rfind("all_to_all", 0) == 0) EXPECT_TRUE(names_rank(msg, straggler())) << msg;
   }
   expect_all_reduce_works(comm());  // the world was never involved
+}
+
+// all_reduce's shared-memory latency path waits for call numbers, not
+// messages: a rank that does not come still makes the others raise
+// TimeoutError within the timeout, naming that rank (the segment is set up
+// by a first call that every rank makes).
+TEST_F(FaultsTest, StragglerTimesOutTheSharedMemoryLatencyPath) {
+  SXD_REQUIRE_WS2();
+  Communicator c = dedicated();
+  expect_all_reduce_works(c, 16);
+  if (c.shared_memory_path() != std::optional<bool>(true)) GTEST_SKIP() << "the ranks share no segment";
+  if (rank() != straggler()) {
+    Tensor t = Tensor::zeros({16}, DType::Float32);
+    const auto start = std::chrono::steady_clock::now();
+    const std::string msg = expect_throws<TimeoutError>([&] { dist::all_reduce(t, ReduceOp::Sum, c); });
+    EXPECT_GE(seconds_since(start), 0.9 * kTimeout);
+    EXPECT_LT(seconds_since(start), kTimeout + kSlack);
+    EXPECT_TRUE(mentions(msg, {"all_reduce", "timed out", "shared-memory all-reduce"})) << msg;
+    EXPECT_TRUE(names_rank(msg, straggler())) << msg;
+  }
+  expect_all_reduce_works(comm());
 }
 
 // After a timeout the communicator is unusable on the ranks that raised: the

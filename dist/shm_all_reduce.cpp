@@ -1,0 +1,91 @@
+// all_reduce's latency path on one host (latency_all_reduce.h): slots and
+// call numbers in the shared segment, no MPI message.
+#include <sched.h>
+
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dist/latency_all_reduce.h"
+#include "dist/shm_transport.h"
+#include "ops/runtime/combine.h"
+#include "ops/runtime/knobs.h"
+#include "ops/runtime/stream_copy.h"
+
+namespace scatterx::dist {
+
+namespace {
+
+// Polls of the peers' call numbers before each further poll yields the
+// core: a peer that is running arrives within microseconds, while with more
+// ranks than cores the late peer may be waiting for this very core.
+constexpr uint64_t kSpinsBeforeYield = 2048;
+constexpr uint64_t kSpinsBeforeYieldOversubscribed = 16;
+
+// Slots from this size on are written with non-temporal stores, unless
+// SCATTERX_DIST_SHM_STREAM says otherwise. The peers read a slot right after
+// it was written; on the project's 2-vCPU VM (cores that share no cache)
+// a plain copy leaves its lines in the writer's cache, where each peer
+// fetches them one by one, while streamed lines come from memory: 2 ranks,
+// 4 KiB 3.7 -> 2.0 us, 64 KiB 46.8 -> 13.6 us, 256 KiB 141 -> 50 us
+// (bench/RESULTS.md). Below 1 KiB the fence costs more than it saves.
+constexpr int64_t kStreamingSlotBytes = 1024;
+
+bool slot_streaming(int64_t bytes) {
+  static const std::string way = detail::knob_choice(detail::Knob::DistShmStream);
+  return way == "1" || (way == "auto" && bytes >= kStreamingSlotBytes);
+}
+
+std::string late_ranks(const ShmTransport& t, int ws, uint64_t call) {
+  std::vector<int> late;
+  for (int q = 0; q < ws; ++q) {
+    if (t.arrived[static_cast<size_t>(q)]->load(std::memory_order_acquire) < call) late.push_back(q);
+  }
+  std::string names = late.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < late.size(); ++i) names += (i ? ", " : "") + std::to_string(late[i]);
+  return names;
+}
+
+}  // namespace
+
+// Slot reuse: call k writes slot k % 2, last read by the peers in call
+// k - 2. This rank waited in call k - 1 until every peer had arrived at
+// k - 1, that is, had finished folding k - 2: no second round is needed.
+void shm_all_reduce(Communicator::State& s, Waiter& w, char* data, int64_t n, DType dtype, Reduce reduce,
+                    int64_t mean_count, const char* op) {
+  ShmTransport& t = *s.shm;
+  const int ws = s.size;
+  const uint64_t call = ++t.small_calls;
+  auto slot = [&](int q) { return t.small_slot(q, call); };
+  const int64_t bytes = n * element_size(dtype);
+  if (slot_streaming(bytes)) {
+    detail::copy_streaming(slot(s.rank), data, bytes);
+    detail::streaming_store_fence();  // before the call number is published
+  } else {
+    std::memcpy(slot(s.rank), data, static_cast<size_t>(bytes));
+  }
+  t.arrived[static_cast<size_t>(s.rank)]->store(call, std::memory_order_release);
+
+  const uint64_t patience = t.oversubscribed ? kSpinsBeforeYieldOversubscribed : kSpinsBeforeYield;
+  uint64_t spins = 0;
+  int waiting_for = 0;  // peers before this one have arrived
+  const bool arrived = w.poll_until_deadline([&] {
+    for (; waiting_for < ws; ++waiting_for) {
+      if (t.arrived[static_cast<size_t>(waiting_for)]->load(std::memory_order_acquire) < call) {
+        if (++spins > patience) sched_yield();
+        return false;
+      }
+    }
+    return true;
+  });
+  if (!arrived) s.fail_timeout(op, late_ranks(t, ws, call) + " (the shared-memory all-reduce's call numbers)");
+
+  // Every rank folds the same slots in the same order: the same bits.
+  detail::combine_cpu(data, slot(0), slot(1), n, dtype, reduce, ws == 2 ? mean_count : 0, op);
+  for (int q = 2; q < ws; ++q) {
+    detail::combine_cpu(data, data, slot(q), n, dtype, reduce, q == ws - 1 ? mean_count : 0, op);
+  }
+}
+
+}  // namespace scatterx::dist
