@@ -35,6 +35,9 @@ enum class KnobKind {
   X(DistShm, "SCATTERX_DIST_SHM", Flag, "1", 0, 0, "", false,                                                      \
     "reduce-scatter through a shared-memory segment when every rank is on one host (default of the shared_memory " \
     "option)")                                                                                                     \
+  X(DistSingleCopy, "SCATTERX_DIST_SINGLE_COPY", Flag, "1", 0, 0, "", false,                                       \
+    "all-gathers, all-to-alls and broadcasts read large messages straight out of the peers' memory when every "    \
+    "rank is on one host (default of the single_copy option)")                                                     \
   X(DistShmStream, "SCATTERX_DIST_SHM_STREAM", Choice, "auto", 0, 0, "auto|0|1", false,                            \
     "shared-memory slots written with non-temporal stores: auto while plain copies are slow, 0 never, 1 always")   \
   X(DistCudaAware, "SCATTERX_DIST_CUDA_AWARE", Flag, "1", 0, 0, "", false,                                         \
