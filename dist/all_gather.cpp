@@ -19,13 +19,6 @@ namespace scatterx::dist {
 
 namespace {
 
-// Whether a host all-gather of `block_bytes` per rank reads the peers'
-// blocks straight out of their inputs. Every rank asks (the first time is
-// collective) and gets the same answer: block sizes agree across ranks.
-bool single_copy_blocks(Communicator::State& s, Waiter& w, int64_t block_bytes, const char* op) {
-  return s.size > 1 && single_copy_ready(s, w, op) && by_single_copy(s, block_bytes);
-}
-
 // Rank p's `bytes` at `own` (on rank p) land at dst[p] on every rank: each
 // rank offers its block to every peer and reads every peer's at once.
 void gather_by_single_copy(Communicator::State& s, Waiter& w, int tag, const std::vector<char*>& dst, const char* own,
@@ -66,7 +59,7 @@ static Work all_gather_into_tensor_impl(const TensorView& output, const TensorVi
       if (!(input.is_contiguous() && input.data() == own))
         copy_view(route, TensorView(own, input.dtype(), input.sizes(), input.device()), input);
       device_all_gather(s, w, tag, route, out.data(), blocks, es, op);
-    } else if (single_copy_blocks(s, w, n * es, op)) {
+    } else if (single_copy_for(s, w, n * es, op)) {
       const StagedInput in(route, input);
       std::vector<char*> dst(static_cast<size_t>(s.size));
       for (int r = 0; r < s.size; ++r) dst[static_cast<size_t>(r)] = out.data() + r * n * es;
@@ -115,7 +108,7 @@ static Work all_gather_impl(const std::vector<TensorView>& outputs, const Tensor
       return TensorView(base + r * n * es, input.dtype(), input.sizes(), input.device());
     };
     const DeviceRoute route = device_route(input, op);
-    if (!route && single_copy_blocks(s, w, n * es, op)) {
+    if (!route && single_copy_for(s, w, n * es, op)) {
       // Straight into the list's tensors (stand-ins for the strided ones).
       const StagedInput in(route, input);
       std::vector<StagedOutput> staged;

@@ -56,7 +56,7 @@ static Work broadcast_impl(const TensorView& tensor, int root, const Communicato
     StagedOutput buf(route, tensor, s.rank == root);
     if (route)
       device_broadcast(s, w, tag, route, buf.data(), bytes, root, op);
-    else if (s.size > 1 && single_copy_ready(s, w, op) && by_single_copy(s, bytes))
+    else if (single_copy_for(s, w, bytes, op))
       broadcast_by_single_copy(s, w, tag, buf.data(), bytes, root, op);
     else
       binomial_broadcast(s, w, tag, buf.data(), bytes, root, op);

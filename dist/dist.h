@@ -228,8 +228,9 @@ class Communicator {
   // broadcasts take for messages of 64 KiB or more: true when every rank
   // reads its peers' memory directly (single_copy on, every rank on one host
   // by host name, and process_vm_readv allowed between them), false through
-  // MPI messages. Decided, alike on every rank, by the first of those
-  // collectives; nullopt before it (and with one rank).
+  // MPI messages. Decided, alike on every rank, by the first all-to-all, or
+  // all-gather or broadcast of 64 KiB or more per rank; nullopt before it
+  // (and with one rank).
   std::optional<bool> single_copy_path() const;
 
   // For the implementation: the shared state (MPI_Comm, progress thread).

@@ -30,6 +30,14 @@ constexpr int64_t kSingleCopyMinBytes = int64_t{64} << 10;
 // alike on every rank, and kept.
 bool single_copy_ready(Communicator::State& s, Waiter& w, const char* op);
 
+// Whether a collective whose messages are all `bytes` long (an all-gather's
+// blocks, a broadcast) goes by single copy. Only a collective of large
+// messages asks single_copy_ready, whose setup sends to every peer: a small
+// broadcast that a root skips leaves no message behind on the other ranks.
+inline bool single_copy_for(Communicator::State& s, Waiter& w, int64_t bytes, const char* op) {
+  return s.size > 1 && bytes >= kSingleCopyMinBytes && single_copy_ready(s, w, op);
+}
+
 // Whether a message of `bytes` goes by single copy. Both ends of a pair
 // decide alike: they agree on the message's size and on the verdict.
 inline bool by_single_copy(const Communicator::State& s, int64_t bytes) {

@@ -123,7 +123,7 @@ TEST_F(FaultsTest, StragglerTimesOutEveryWaitingRank) {
   expect_all_reduce_works(comm());  // the world was never involved
 }
 
-// The same in the single-copy path (dist/single_copy.h): a small all-gather
+// The same in the single-copy path (dist/single_copy.h): a large all-gather
 // first settles the path on every rank, then the straggler skips a large
 // collective; every waiting rank names it (whose record or "done" never
 // came) instead of hanging, and none reads from it.
@@ -152,8 +152,8 @@ TEST_F(FaultsTest, StragglerTimesOutInTheSingleCopyPath) {
   };
   for (const auto& [name, run] : large) {
     Communicator c = dedicated();
-    Tensor in = Tensor::zeros({4}, DType::Int32);
-    Tensor out = Tensor::zeros({n * 4}, DType::Int32);
+    Tensor in = Tensor::zeros({big}, DType::Int32);
+    Tensor out = Tensor::zeros({n * big}, DType::Int32);
     dist::all_gather_into_tensor(out, in, c);
     if (rank() == straggler()) continue;
     const auto start = std::chrono::steady_clock::now();
