@@ -1,17 +1,35 @@
 // all_gather and all_gather_into_tensor (dist.h), sync and async: every
-// rank's block gathered on every rank, by the host ring (ring.h) or the
-// device all-gather (device.h).
+// rank's block gathered on every rank, by the device all-gather (device.h),
+// or on the host by single copy out of the peers' inputs when every rank is
+// on one host and blocks are large (single_copy.h), else by the ring
+// (ring.h).
 #include <string>
 #include <vector>
 
 #include "dist/arg_checks.h"
 #include "dist/device.h"
 #include "dist/launch.h"
+#include "dist/pairwise.h"
 #include "dist/ring.h"
+#include "dist/single_copy.h"
 #include "dist/staging.h"
 #include "ops/detail/checks.h"
 
 namespace scatterx::dist {
+
+namespace {
+
+// Rank p's `bytes` at `own` (on rank p) land at dst[p] on every rank: each
+// rank offers its block to every peer and reads every peer's at once.
+void gather_by_single_copy(Communicator::State& s, Waiter& w, int tag, const std::vector<char*>& dst, const char* own,
+                           int64_t bytes, const char* op) {
+  const size_t ws = static_cast<size_t>(s.size);
+  const std::vector<const char*> send(ws, own);
+  const std::vector<int64_t> sizes(ws, bytes);
+  exchange_pairwise(s, w, tag, send, sizes, dst, sizes, op, "their blocks");
+}
+
+}  // namespace
 
 static Work all_gather_into_tensor_impl(const TensorView& output, const TensorView& input, const Communicator& comm,
                                         bool async) {
@@ -41,6 +59,11 @@ static Work all_gather_into_tensor_impl(const TensorView& output, const TensorVi
       if (!(input.is_contiguous() && input.data() == own))
         copy_view(route, TensorView(own, input.dtype(), input.sizes(), input.device()), input);
       device_all_gather(s, w, tag, route, out.data(), blocks, es, op);
+    } else if (single_copy_for(s, w, n * es, op)) {
+      const StagedInput in(route, input);
+      std::vector<char*> dst(static_cast<size_t>(s.size));
+      for (int r = 0; r < s.size; ++r) dst[static_cast<size_t>(r)] = out.data() + r * n * es;
+      gather_by_single_copy(s, w, tag, dst, in.data(), n * es, op);
     } else {
       // The ring sends this rank's block straight from the (packed) input
       // and copies it into place while the messages are on the wire.
@@ -84,8 +107,22 @@ static Work all_gather_impl(const std::vector<TensorView>& outputs, const Tensor
     auto block = [&](char* base, int r) {
       return TensorView(base + r * n * es, input.dtype(), input.sizes(), input.device());
     };
-    // One contiguous gather buffer, then unpack into the list.
     const DeviceRoute route = device_route(input, op);
+    if (!route && single_copy_for(s, w, n * es, op)) {
+      // Straight into the list's tensors (stand-ins for the strided ones).
+      const StagedInput in(route, input);
+      std::vector<StagedOutput> staged;
+      staged.reserve(static_cast<size_t>(s.size));
+      std::vector<char*> dst;
+      for (const TensorView& o : outputs) {
+        staged.emplace_back(route, o, false);
+        dst.push_back(staged.back().data());
+      }
+      gather_by_single_copy(s, w, tag, dst, in.data(), n * es, op);
+      for (StagedOutput& o : staged) o.commit();
+      return;
+    }
+    // One contiguous gather buffer, then unpack into the list.
     const StagingBuffer buf(route, n * es * s.size, s);
     copy_view(route, block(buf.data(), s.rank), input);
     if (route)

@@ -1,15 +1,38 @@
-// broadcast (dist.h), sync and async: the root's tensor on every rank, by
-// the binomial tree on the host (binomial_broadcast.h) or from the root to
-// every rank on the device (device.h).
+// broadcast (dist.h), sync and async: the root's tensor on every rank, from
+// the root to every rank on the device (device.h); on the host every rank
+// reads it straight out of the root's memory when all are on one host and it
+// is large (single_copy.h), else down the binomial tree (binomial_broadcast.h).
 #include <vector>
 
 #include "dist/arg_checks.h"
 #include "dist/binomial_broadcast.h"
 #include "dist/device.h"
 #include "dist/launch.h"
+#include "dist/pairwise.h"
+#include "dist/single_copy.h"
 #include "dist/staging.h"
 
 namespace scatterx::dist {
+
+namespace {
+
+// The root offers its buffer to every rank and every rank reads it at once
+// (the pairwise exchange with the root's shares only).
+void broadcast_by_single_copy(Communicator::State& s, Waiter& w, int tag, char* buf, int64_t bytes, int root,
+                              const char* op) {
+  const size_t ws = static_cast<size_t>(s.size);
+  const std::vector<const char*> send(ws, buf);
+  const std::vector<char*> recv(ws, buf);
+  std::vector<int64_t> send_bytes(ws, 0), recv_bytes(ws, 0);
+  if (s.rank == root) {
+    for (size_t p = 0; p < ws; ++p) send_bytes[p] = static_cast<int>(p) == root ? 0 : bytes;
+  } else {
+    recv_bytes[static_cast<size_t>(root)] = bytes;
+  }
+  exchange_pairwise(s, w, tag, send, send_bytes, recv, recv_bytes, op, "the broadcast (src and its readers)");
+}
+
+}  // namespace
 
 static Work broadcast_impl(const TensorView& tensor, int root, const Communicator& comm, bool async) {
   const char* op = "broadcast";
@@ -33,6 +56,8 @@ static Work broadcast_impl(const TensorView& tensor, int root, const Communicato
     StagedOutput buf(route, tensor, s.rank == root);
     if (route)
       device_broadcast(s, w, tag, route, buf.data(), bytes, root, op);
+    else if (single_copy_for(s, w, bytes, op))
+      broadcast_by_single_copy(s, w, tag, buf.data(), bytes, root, op);
     else
       binomial_broadcast(s, w, tag, buf.data(), bytes, root, op);
     if (s.rank != root) buf.commit();

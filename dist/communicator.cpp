@@ -64,6 +64,9 @@ CommunicatorOptions resolve(const CommunicatorOptions& options, const Communicat
   r.shared_memory = options.shared_memory     ? options.shared_memory
                     : inherited.shared_memory ? inherited.shared_memory
                                               : detail::knob_flag(detail::Knob::DistShm);
+  r.single_copy = options.single_copy     ? options.single_copy
+                  : inherited.single_copy ? inherited.single_copy
+                                          : detail::knob_flag(detail::Knob::DistSingleCopy);
   return r;
 }
 
@@ -82,8 +85,9 @@ std::string validation_error(const CommunicatorOptions& r, const char* op) {
 }
 
 // Every rank of `comm` learns whether the others' settings are valid and
-// agree on what decides the messages (chunk_bytes, shared_memory, checks and
-// all_reduce's latency threshold), and raises if not: ArgumentError on a rank whose own settings are
+// agree on what decides the messages (chunk_bytes, shared_memory, checks,
+// single_copy and all_reduce's latency threshold), and raises if not:
+// ArgumentError on a rank whose own settings are
 // invalid, MismatchError on the others, so that no rank is left waiting in
 // a later collective that its peers never join.
 void agree_on_settings(MPI_Comm comm, const CommunicatorOptions& r, int64_t allreduce_small_bytes,
@@ -91,13 +95,17 @@ void agree_on_settings(MPI_Comm comm, const CommunicatorOptions& r, int64_t allr
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  constexpr int kFields = 5;
-  const int64_t mine[kFields] = {error.empty() ? 1 : 0, *r.chunk_bytes, *r.shared_memory ? 1 : 0, *r.checks ? 1 : 0,
-                                 allreduce_small_bytes};
+  constexpr int kFields = 6;
+  const int64_t mine[kFields] = {error.empty() ? 1 : 0, *r.chunk_bytes,         *r.shared_memory ? 1 : 0,
+                                 *r.checks ? 1 : 0,     *r.single_copy ? 1 : 0, allreduce_small_bytes};
   std::vector<int64_t> all(static_cast<size_t>(kFields * size));
   check_mpi(MPI_Allgather(mine, kFields, MPI_INT64_T, all.data(), kFields, MPI_INT64_T, comm), op, "MPI_Allgather");
   if (!error.empty()) throw ArgumentError(error);
-  const char* names[kFields] = {"", "options.chunk_bytes", "options.shared_memory", "options.checks",
+  const char* names[kFields] = {"",
+                                "options.chunk_bytes",
+                                "options.shared_memory",
+                                "options.checks",
+                                "options.single_copy",
                                 "SCATTERX_DIST_ALLREDUCE_SMALL_BYTES"};
   for (int p = 0; p < size; ++p) {
     const int64_t* theirs = &all[static_cast<size_t>(kFields * p)];
@@ -125,7 +133,7 @@ std::shared_ptr<Communicator::State> adopt(MPI_Comm owned, const CommunicatorOpt
     allreduce_small_bytes = detail::knob_bytes(detail::Knob::DistAllReduceSmallBytes);
   } catch (const Error& e) {
     error = e.what();
-    settings = CommunicatorOptions{std::chrono::duration<double>(1), false, 1, false};
+    settings = CommunicatorOptions{std::chrono::duration<double>(1), false, 1, false, false};
   }
   auto state = std::make_shared<Communicator::State>(owned, threaded_mpi(), settings);
   state->allreduce_small_bytes = allreduce_small_bytes;
@@ -170,6 +178,7 @@ Communicator::State::State(MPI_Comm owned, bool threaded_mpi, const Communicator
     : comm(owned),
       chunk_bytes(*settings.chunk_bytes),
       shared_memory(*settings.shared_memory),
+      single_copy(*settings.single_copy),
       threaded(threaded_mpi),
       shm(std::make_unique<ShmTransport>()) {
   MPI_Comm_rank(comm, &rank);
@@ -273,7 +282,7 @@ Communicator Communicator::split(int color, int key, const CommunicatorOptions& 
 CommunicatorOptions Communicator::options() const {
   const State& s = state();
   return CommunicatorOptions{std::chrono::duration<double>(s.timeout_s.load()), s.checks.load(), s.chunk_bytes,
-                             s.shared_memory};
+                             s.shared_memory, s.single_copy};
 }
 
 int Communicator::rank() const { return state().rank; }
@@ -291,6 +300,12 @@ void Communicator::set_checks(bool enabled) { state().checks = enabled; }
 bool Communicator::checks() const { return state().checks; }
 std::optional<bool> Communicator::shared_memory_path() const {
   const int verdict = state().shm->state;
+  if (verdict == 0) return std::nullopt;
+  return verdict > 0;
+}
+
+std::optional<bool> Communicator::single_copy_path() const {
+  const int verdict = state().single_copy_state;
   if (verdict == 0) return std::nullopt;
   return verdict > 0;
 }

@@ -163,6 +163,10 @@ struct CommunicatorOptions {
   // Reduce-scatters through a shared-memory segment when every rank is on
   // one host (SCATTERX_DIST_SHM, default on).
   std::optional<bool> shared_memory;
+  // All-gathers, all-to-alls and broadcasts copy large messages straight out
+  // of the peers' memory (process_vm_readv) when every rank is on one host
+  // and the system allows it (SCATTERX_DIST_SINGLE_COPY, default on).
+  std::optional<bool> single_copy;
 };
 
 // An MPI communicator that scatterx owns: a duplicate of the one it was made
@@ -220,6 +224,15 @@ class Communicator {
   // share a host. nullopt before that collective (and with one rank). Call it
   // between collectives: it reads what the last one decided.
   std::optional<bool> shared_memory_path() const;
+
+  // Which path this communicator's host all-gathers, all-to-alls and
+  // broadcasts take for messages of 64 KiB or more: true when every rank
+  // reads its peers' memory directly (single_copy on, every rank on one host
+  // by host name, and process_vm_readv allowed between them), false through
+  // MPI messages. Decided, alike on every rank, by the first all-to-all, or
+  // all-gather or broadcast of 64 KiB or more per rank; nullopt before it
+  // (and with one rank).
+  std::optional<bool> single_copy_path() const;
 
   // For the implementation: the shared state (MPI_Comm, progress thread).
   State& state() const;

@@ -56,7 +56,8 @@ constexpr int kTagCycle = 8000;
 // Tag layout, all below 32767 (the least MPI_TAG_UB the standard allows):
 // data messages [0, kTagCycle) (State::next_tag); the metadata exchange;
 // all_reduce's all-gather phase and the shared-memory path's "slot free"
-// notes, each offset from the collective's data tag.
+// notes (also the single-copy path's "done, your buffer is free" notes),
+// each offset from the collective's data tag.
 constexpr int kMetaTag = kTagCycle;
 constexpr int kAllGatherTagOffset = kTagCycle + 1;
 constexpr int kShmFreeTagOffset = 2 * kTagCycle + 1;
@@ -91,6 +92,11 @@ struct Communicator::State {
   // (latency_all_reduce.h; SCATTERX_DIST_ALLREDUCE_SMALL_BYTES, read when the
   // communicator is made and agreed on by every rank).
   int64_t allreduce_small_bytes = 0;
+  // Whether the all-gathers, all-to-alls and broadcast try the single-copy
+  // transport (single_copy.h), and its verdict: 0 not asked yet, 1 in use,
+  // -1 not usable (single_copy_ready).
+  bool single_copy = false;
+  int single_copy_state = 0;
   // Every rank calls collectives in the same order, so this counter agrees
   // across ranks; each collective's messages carry a tag made from it.
   uint32_t sequence = 0;

@@ -1,6 +1,7 @@
 // The pairwise exchange on host memory: every rank sends each peer its
 // share and receives the peer's, all messages posted at once (the
-// all-to-alls' transport).
+// all-to-alls' transport, and on one host the all-gathers' and broadcast's
+// for large messages).
 #pragma once
 
 #include <cstdint>
@@ -11,9 +12,14 @@
 namespace scatterx::dist {
 
 // send_bytes[p] from send[p] to rank p, recv_bytes[p] into recv[p] from rank
-// p (this rank's own share is copied). Empty shares send nothing.
+// p (this rank's own share is copied). Empty shares send nothing. Shares of
+// kSingleCopyMinBytes or more go by single copy when every rank is on one
+// host (single_copy.h); the first call is collective for that verdict, so
+// every rank must call it (with its shares, empty or not). `what` names the
+// messages in a timeout's error.
 void exchange_pairwise(Communicator::State& s, Waiter& w, int tag, const std::vector<const char*>& send,
                        const std::vector<int64_t>& send_bytes, const std::vector<char*>& recv,
-                       const std::vector<int64_t>& recv_bytes, const char* op);
+                       const std::vector<int64_t>& recv_bytes, const char* op,
+                       const char* what = "their all-to-all messages");
 
 }  // namespace scatterx::dist

@@ -37,16 +37,19 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free, "call numbers are shar
 // ---- mapping the segment ----------------------------------------------------------
 
 // An empty message to and from every peer, so that a missing rank times out
-// here instead of hanging in the blocking collective calls of shm_ready.
+// here, named, instead of hanging in the blocking collective calls of the
+// setup (or timing out there, where it is only "every rank").
 void handshake(Communicator::State& s, Waiter& w, const char* op) {
   std::vector<MPI_Request> reqs;
+  std::vector<int> peers;
   std::vector<char> sink(static_cast<size_t>(s.size));
   for (int p = 0; p < s.size; ++p) {
     if (p == s.rank) continue;
     post_recv(&sink[static_cast<size_t>(p)], 0, p, kMetaTag, s.comm, reqs, op);
     post_send(&sink[static_cast<size_t>(s.rank)], 0, p, kMetaTag, s.comm, reqs, op);
+    peers.resize(reqs.size(), p);
   }
-  w.wait_all(static_cast<int>(reqs.size()), reqs.data(), "every rank (shared-memory setup)");
+  w.wait_all(reqs, peers, "shared-memory and single-copy setup");
 }
 
 // Rank 0's part: creates a segment of `bytes` under a fresh name (written to
@@ -89,19 +92,6 @@ struct SetupMessages {
 
 constexpr int kHostBytes = 64;
 
-// Waits for one of shm_ready's nonblocking collectives, against the timeout:
-// a rank that dies (or stops) in the middle of the setup makes the others
-// raise TimeoutError instead of hanging in a blocking collective.
-void wait_setup(Waiter& w, MPI_Request& req, const char* op) {
-  w.poll(
-      [&] {
-        int done = 0;
-        check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), op, "MPI_Test");
-        return done != 0;
-      },
-      "every rank (shared-memory setup)");
-}
-
 // Every rank's flag, combined (min): the verdict every rank ends with.
 bool agree(Communicator::State& s, Waiter& w, SetupMessages& m, int mine, const char* op) {
   m.mine = mine;
@@ -111,8 +101,8 @@ bool agree(Communicator::State& s, Waiter& w, SetupMessages& m, int mine, const 
   return m.all != 0;
 }
 
-// Whether every rank runs on this host (by host name, as Open MPI's
-// MPI_COMM_TYPE_SHARED decides; MPI_Comm_split_type itself blocks).
+// Whether every rank runs on this host, on this rank's view (by host name;
+// MPI_Comm_split_type itself blocks).
 bool one_host(Communicator::State& s, Waiter& w, SetupMessages& m, const char* op) {
   char host[kHostBytes] = {};
   if (gethostname(host, sizeof host - 1) != 0) return false;
@@ -131,8 +121,10 @@ bool one_host(Communicator::State& s, Waiter& w, SetupMessages& m, const char* o
 // against the timeout.
 bool map_segment(Communicator::State& s, Waiter& w, SetupMessages& m, const char* op) {
   ShmTransport& t = *s.shm;
+  // Both conditions agree across ranks (the options do, the host verdict is
+  // collective), so every rank returns here or none does.
   const bool wanted = s.shared_memory && s.size > 1 && s.size <= kShmMaxRanks;
-  if (!agree(s, w, m, wanted && one_host(s, w, m, op) ? 1 : 0, op)) return false;
+  if (!wanted || !ranks_on_one_host(s, w, op)) return false;
   t.slot_bytes = std::max<int64_t>(64, (s.chunk_bytes + 63) / 64 * 64);
   const int64_t segment = static_cast<int64_t>(s.size) * kShmSlots * t.slot_bytes;
   // After the staging areas, by rank: a call number on a line of its own,
@@ -185,6 +177,41 @@ bool map_segment(Communicator::State& s, Waiter& w, SetupMessages& m, const char
 }
 
 }  // namespace
+
+void wait_setup(Waiter& w, MPI_Request& req, const char* op) {
+  w.poll(
+      [&] {
+        int done = 0;
+        check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), op, "MPI_Test");
+        return done != 0;
+      },
+      "every rank (shared-memory setup)");
+}
+
+bool all_ranks_agree(Communicator::State& s, Waiter& w, bool mine, const char* op) {
+  auto m = std::make_unique<SetupMessages>();
+  try {
+    return agree(s, w, *m, mine ? 1 : 0, op);
+  } catch (...) {
+    (void)m.release();  // see SetupMessages
+    throw;
+  }
+}
+
+bool ranks_on_one_host(Communicator::State& s, Waiter& w, const char* op) {
+  ShmTransport& t = *s.shm;
+  if (t.one_host != 0) return t.one_host > 0;
+  handshake(s, w, op);
+  auto m = std::make_unique<SetupMessages>();
+  try {
+    const bool mine = one_host(s, w, *m, op);
+    t.one_host = agree(s, w, *m, mine ? 1 : 0, op) ? 1 : -1;
+  } catch (...) {
+    (void)m.release();  // see SetupMessages
+    throw;
+  }
+  return t.one_host > 0;
+}
 
 // A POSIX shared-memory segment rather than an MPI window: freeing a window
 // is collective (Open MPI's holds a barrier), and communicators die at

@@ -24,7 +24,8 @@ constexpr int64_t kShmMinBlockBytes = int64_t{64} << 10;
 // A communicator's staging segment, as this rank sees it
 // (Communicator::State::shm).
 struct ShmTransport {
-  int state = 0;  // 0 not tried, 1 usable, -1 not usable
+  int state = 0;     // 0 not tried, 1 usable, -1 not usable
+  int one_host = 0;  // ranks_on_one_host's verdict: 0 not asked, 1 yes, -1 no
   char* base = nullptr;
   size_t bytes = 0;
   std::vector<char*> staging;  // by rank: that rank's staging area in the segment
@@ -54,6 +55,22 @@ struct ShmTransport {
   ~ShmTransport() { unmap(); }
   void unmap();
 };
+
+// Whether every rank of s runs on this host (by host name, as Open MPI's
+// MPI_COMM_TYPE_SHARED decides): collective the first time (only called from
+// a collective every rank is in); every rank ends with the same verdict,
+// kept in s.shm->one_host. The single-copy transport asks it too.
+bool ranks_on_one_host(Communicator::State& s, Waiter& w, const char* op);
+
+// `mine` combined over every rank (true only when true everywhere), by a
+// nonblocking collective waited for against the timeout. Collective.
+bool all_ranks_agree(Communicator::State& s, Waiter& w, bool mine, const char* op);
+
+// Waits for a nonblocking collective's request against the timeout, so that
+// a rank that never comes makes the others raise TimeoutError instead of
+// hanging. A request that times out is left pending: its buffers must stay
+// allocated.
+void wait_setup(Waiter& w, MPI_Request& req, const char* op);
 
 // Whether s.shm is usable, mapping the segment on first use: collective over
 // the communicator, so only called from a collective every rank is in; every

@@ -228,6 +228,55 @@ Case make_all_to_all(Env& env, int64_t size, bool v) {
   return c;
 }
 
+Case make_broadcast(Env& env, int64_t size) {
+  struct B {
+    sx::Tensor buf, ref;
+  };
+  auto b = std::make_shared<B>();
+  const int64_t n = std::max<int64_t>(1, size / env.esize);
+  b->buf = sx::Tensor::empty({n}, env.dtype);
+  fill(b->buf, 3000);  // the same on every rank: whatever the root sends, the result is the fill
+  b->ref = touched({n}, env.dtype);
+  Case c;
+  c.op = "broadcast";
+  c.bytes = n * env.esize;
+  c.count = n;
+  c.bus_factor = 1;
+  B* p = b.get();
+  Env* e = &env;
+  const int cnt = as_int(n, "broadcast count");
+  c.sx = [p, e] { sxd::broadcast(p->buf, 0, e->comm); };
+  c.mpi = [p, e, cnt] { MPI_Bcast(p->buf.data(), cnt, e->types.type, 0, e->native); };
+  c.verify = compare_runs(e, c, &p->buf, &p->ref, true, [p] {
+    if (g_rank != 0) poison(p->buf);
+  });
+  c.keep = b;
+  return c;
+}
+
+// Both columns the same local memcpy of the all-gather's output size.
+Case make_copy(Env& env, int64_t size) {
+  struct B {
+    sx::Tensor in, out;
+  };
+  auto b = std::make_shared<B>();
+  const int64_t n = std::max<int64_t>(1, size / (env.esize * g_ws)) * g_ws;
+  b->in = sx::Tensor::empty({n}, env.dtype);
+  fill(b->in, 4000);
+  b->out = touched({n}, env.dtype);
+  Case c;
+  c.op = "copy";
+  c.bytes = n * env.esize;
+  c.count = n;
+  c.bus_factor = static_cast<double>(g_ws - 1) / g_ws;
+  B* p = b.get();
+  c.sx = [p] { std::memcpy(p->out.data(), p->in.data(), nbytes(p->in)); };
+  c.mpi = c.sx;
+  c.verify = [](Check&) {};
+  c.keep = b;
+  return c;
+}
+
 }  // namespace
 
 Case make_case(Env& env, const std::string& op, int64_t size) {
@@ -235,6 +284,8 @@ Case make_case(Env& env, const std::string& op, int64_t size) {
   if (op == "all_gather") return make_all_gather(env, size);
   if (op == "all_reduce") return make_all_reduce(env, size);
   if (op == "all_to_all_v") return make_all_to_all(env, size, true);
+  if (op == "broadcast") return make_broadcast(env, size);
+  if (op == "copy") return make_copy(env, size);
   return make_all_to_all(env, size, false);
 }
 

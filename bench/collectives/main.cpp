@@ -18,6 +18,12 @@
 //                      into a preallocated output / the same MPI_Alltoallv
 //                      (no floor; it separates the transfer from all_to_all_v's
 //                      split exchange and allocation)
+//   broadcast          broadcast(buf [n], root 0) / MPI_Bcast (busbw = algbw)
+//   copy               not a collective: every rank memcpy's `size` bytes (the
+//                      all-gather's output) at once, both columns alike: the
+//                      bytes an all-gather rank must write, at the copy
+//                      bandwidth the ranks get together (the limit of a
+//                      single-copy all-gather)
 // Uneven splits: rank r sends u * ((r + j) % ws + 1) rows of 16 elements to
 // rank j, so every rank sends and receives u * ws * (ws + 1) / 2 rows.
 //

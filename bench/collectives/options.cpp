@@ -26,7 +26,8 @@ const std::string& usage_text() {
       "  --warmup N         untimed calls first (default 5)\n"
       "  --dtype T          float32 (default), bfloat16 or float64\n"
       "  --ops LIST         comma-separated: reduce_scatter, all_gather, all_reduce, all_to_all_v,\n"
-      "                     all_to_all_single (default: all)\n"
+      "                     all_to_all_single, broadcast (default: the first five), copy (every\n"
+      "                     rank copies the all-gather's output size locally: the copy limit)\n"
       "  --markdown FILE    also write the report as markdown to FILE\n"
       "  --strict           exit 1 when a floor is missed (" +
       floors_ranks() + ", " + floors_sizes() +
@@ -101,6 +102,8 @@ std::string canonical_op(const std::string& name) {
   if (name == "all_reduce") return "all_reduce";
   if (name == "all_to_all_v" || name == "alltoallv") return "all_to_all_v";
   if (name == "all_to_all_single") return "all_to_all_single";
+  if (name == "broadcast") return "broadcast";
+  if (name == "copy") return "copy";
   usage_error("unknown op '" + name + "'");
 }
 

@@ -20,12 +20,15 @@ const char* native_name(const std::string& op) {
   if (op == "reduce_scatter") return "MPI_Reduce_scatter_block";
   if (op == "all_gather") return "MPI_Allgather";
   if (op == "all_reduce") return "MPI_Allreduce";
+  if (op == "broadcast") return "MPI_Bcast";
+  if (op == "copy") return "memcpy";
   return "MPI_Alltoallv";
 }
 
 const char* sx_name(const std::string& op) {
   if (op == "reduce_scatter") return "reduce_scatter_tensor";
   if (op == "all_gather") return "all_gather_into_tensor";
+  if (op == "copy") return "memcpy";
   return op.c_str();
 }
 

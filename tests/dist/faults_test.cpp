@@ -145,6 +145,50 @@ TEST_F(FaultsTest, StragglerTimesOutTheSharedMemoryLatencyPath) {
   expect_all_reduce_works(comm());
 }
 
+// The same in the single-copy path (dist/single_copy.h): a large all-gather
+// first settles the path on every rank, then the straggler skips a large
+// collective; every waiting rank names it (whose record or "done" never
+// came) instead of hanging, and none reads from it.
+TEST_F(FaultsTest, StragglerTimesOutInTheSingleCopyPath) {
+  SXD_REQUIRE_WS2();
+  const int n = ws();
+  const int64_t big = int64_t{1} << 18;  // int32: 1 MiB per message
+  const std::vector<std::pair<std::string, std::function<void(const Communicator&)>>> large = {
+      {"all_gather_into_tensor",
+       [&](const Communicator& c) {
+         Tensor in = Tensor::zeros({big}, DType::Int32);
+         Tensor out = Tensor::zeros({n * big}, DType::Int32);
+         dist::all_gather_into_tensor(out, in, c);
+       }},
+      {"all_to_all_single",
+       [&](const Communicator& c) {
+         Tensor in = Tensor::zeros({n * big}, DType::Int32);
+         Tensor out = Tensor::zeros({n * big}, DType::Int32);
+         dist::all_to_all_single(out, in, {}, {}, c);
+       }},
+      {"broadcast",
+       [&](const Communicator& c) {
+         Tensor t = Tensor::zeros({big}, DType::Int32);
+         dist::broadcast(t, n - 1, c);  // from the straggler
+       }},
+  };
+  for (const auto& [name, run] : large) {
+    Communicator c = dedicated();
+    Tensor in = Tensor::zeros({big}, DType::Int32);
+    Tensor out = Tensor::zeros({n * big}, DType::Int32);
+    dist::all_gather_into_tensor(out, in, c);
+    if (rank() == straggler()) continue;
+    const auto start = std::chrono::steady_clock::now();
+    const std::string msg = expect_throws<TimeoutError>([&] { run(c); });
+    const double elapsed = seconds_since(start);
+    EXPECT_GE(elapsed, 0.9 * kTimeout) << name << " raised before the timeout";
+    EXPECT_LT(elapsed, kTimeout + kSlack) << name << " raised long after the timeout";
+    EXPECT_TRUE(mentions(msg, {name, "timed out", "waiting for", "unusable"})) << msg;
+    EXPECT_TRUE(names_rank(msg, straggler())) << msg;
+  }
+  expect_all_reduce_works(comm());
+}
+
 // After a timeout the communicator is unusable on the ranks that raised: the
 // next call of any kind raises at once (no waiting), naming the first
 // failure, instead of hanging or timing out again.

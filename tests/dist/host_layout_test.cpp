@@ -92,5 +92,42 @@ TEST_F(HostLayoutTest, SharedMemoryOnlyWhenTheCommunicatorIsOnOneHost) {
   }
 }
 
+// A 256 KiB-per-rank all_gather_into_tensor on `c` (above the single-copy
+// switch point), its result checked; returns the path it took.
+std::optional<bool> all_gather_path(const Communicator& c) {
+  const int64_t n = 65536;  // int32
+  Tensor input = make({n}, DType::Int32, [&](int64_t i) { return plain_value(DType::Int32, c.rank(), i); });
+  Tensor output = Tensor::zeros({c.size() * n}, DType::Int32);
+  dist::all_gather_into_tensor(output, input, c);
+  EXPECT_TRUE(holds(output, [&](int64_t i) { return plain_value(DType::Int32, static_cast<int>(i / n), i % n); }))
+      << "on a communicator of " << c.size() << " ranks";
+  return c.single_copy_path();
+}
+
+// The single-copy path likewise: only when every rank of the communicator
+// is on one host (processes of other hosts are not readable, and under
+// multihost.sh may even share a process namespace with this one).
+TEST_F(HostLayoutTest, SingleCopyOnlyWhenTheCommunicatorIsOnOneHost) {
+  SXD_REQUIRE_WS2();
+  if (detail::knob_choice(detail::Knob::DistEmulateDevice) != "off") {
+    GTEST_SKIP() << "the emulated device paths do not use the host transport";
+  }
+  const std::vector<std::string> names = hostnames();
+  std::vector<std::string> hosts = names;
+  std::sort(hosts.begin(), hosts.end());
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  const bool on = comm().options().single_copy.value();
+  const Communicator everyone = comm().split(0, rank());
+  EXPECT_EQ(all_gather_path(everyone), std::optional<bool>(on && hosts.size() == 1))
+      << "world of " << ws() << " ranks on " << hosts.size() << " host(s)";
+  const int host =
+      static_cast<int>(std::find(hosts.begin(), hosts.end(), names[static_cast<size_t>(rank())]) - hosts.begin());
+  const Communicator local = comm().split(host, rank());
+  if (local.size() > 1) {
+    EXPECT_EQ(all_gather_path(local), std::optional<bool>(on))
+        << local.size() << " ranks of host " << names[static_cast<size_t>(rank())];
+  }
+}
+
 }  // namespace
 }  // namespace sxd

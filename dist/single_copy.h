@@ -1,0 +1,94 @@
+// The single-copy transport of the host all-gathers, all-to-alls and
+// broadcast when every rank of a communicator is on one host. A rank tells
+// each peer where (process id, address) the bytes meant for it lie; the peer
+// copies them straight out of this rank's memory into its output with
+// process_vm_readv (Linux cross-memory attach, CMA) and then says "done", so
+// that no rank returns (and lets its caller reuse the input) while a peer may
+// still read it. One copy per message, every rank reading its peers at once,
+// no ring steps, and two small messages per pair instead of MPI's rendezvous
+// handshake per message.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dist/internal.h"
+
+namespace scatterx::dist {
+
+// Messages below this go through MPI (eager: two copies through Open MPI's
+// shared-memory FIFO), which is as fast there as the record / read / done
+// round trip (bench/RESULTS.md, "single-copy collectives").
+constexpr int64_t kSingleCopyMinBytes = int64_t{64} << 10;
+
+// Whether this communicator's ranks read each other's memory: the option is
+// on (CommunicatorOptions::single_copy), every rank is on one host (by host
+// name, shm_transport.h) and every rank could read a probe word out of every
+// peer (a container that forbids ptrace answers EPERM). Collective the first
+// time, so only called where every rank calls it; the verdict is agreed,
+// alike on every rank, and kept.
+bool single_copy_ready(Communicator::State& s, Waiter& w, const char* op);
+
+// Whether a collective whose messages are all `bytes` long (an all-gather's
+// blocks, a broadcast) goes by single copy. Only a collective of large
+// messages asks single_copy_ready, whose setup sends to every peer: a small
+// broadcast that a root skips leaves no message behind on the other ranks.
+inline bool single_copy_for(Communicator::State& s, Waiter& w, int64_t bytes, const char* op) {
+  return s.size > 1 && bytes >= kSingleCopyMinBytes && single_copy_ready(s, w, op);
+}
+
+// Whether a message of `bytes` goes by single copy. Both ends of a pair
+// decide alike: they agree on the message's size and on the verdict.
+inline bool by_single_copy(const Communicator::State& s, int64_t bytes) {
+  return s.single_copy_state > 0 && bytes >= kSingleCopyMinBytes;
+}
+
+// The single-copy pairs of one exchange (single_copy_ready said yes). Every
+// request it posts is appended to `reqs` with its peer in `peers`, for the
+// caller's one wait (whose timeout names the ranks that had not come).
+class SingleCopyExchange {
+ public:
+  SingleCopyExchange(Communicator::State& s, int tag, const char* op, std::vector<MPI_Request>& reqs,
+                     std::vector<int>& peers);
+  SingleCopyExchange(const SingleCopyExchange&) = delete;
+  SingleCopyExchange& operator=(const SingleCopyExchange&) = delete;
+
+  // To peer p: where `bytes` at `data` lie; p's "done" is awaited.
+  void offer(int p, const char* data, int64_t bytes);
+  // From peer p: `bytes` into `into`, read by read_all.
+  void expect(int p, char* into, int64_t bytes);
+  // Reads each expected peer's bytes as its record arrives and tells it
+  // "done". Past the deadline it returns with the records still missing
+  // left in the caller's requests (whose wait then names those ranks).
+  void read_all(Waiter& w);
+  // Raises the first failed read (after the caller's wait: every peer was
+  // told "done" all the same, so none is left waiting).
+  void raise_if_failed() const;
+
+ private:
+  struct Record {
+    int64_t pid = 0;
+    uint64_t address = 0;
+    int64_t bytes = 0;
+  };
+  struct Incoming {
+    int peer;
+    char* into;
+    int64_t bytes;
+    MPI_Request request;
+    Record record;
+  };
+  Communicator::State& s_;
+  int tag_;
+  const char* op_;
+  std::vector<MPI_Request>& reqs_;
+  std::vector<int>& peers_;
+  std::vector<Record> offered_;     // reserved for every peer: stable addresses
+  std::vector<Incoming> incoming_;  // likewise
+  char note_ = 0;
+  std::string error_;
+  bool mismatch_ = false;
+};
+
+}  // namespace scatterx::dist

@@ -1,0 +1,256 @@
+// The single-copy transport (dist/single_copy.h): every collective it serves
+// (all_gather_into_tensor, all_gather, all_to_all_single, all_to_all_v,
+// all_to_all, broadcast) run on two communicators, one with single_copy on
+// and one with it off, each result checked against its closed form (values
+// made from rank and position). Message sizes sit around the switch point
+// (kSingleCopyMinBytes = 64 KiB), so that one call mixes pairs of both kinds;
+// also odd and zero splits, strided views, in place, async.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <functional>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "ops/runtime/knobs.h"
+#include "tests/dist/dist_test_util.h"
+
+namespace sxd {
+namespace {
+
+namespace dist = scatterx::dist;
+
+constexpr int64_t kSwitch = int64_t{64} << 10;  // dist/single_copy.h's kSingleCopyMinBytes
+
+// Int32 elements per message around the switch point, and a large one.
+const std::vector<int64_t>& message_elements() {
+  static const std::vector<int64_t> n = {kSwitch / 4 - 1, kSwitch / 4, kSwitch / 4 + 3, (int64_t{1} << 20) + 5};
+  return n;
+}
+
+// Whether every rank of the world runs on this host (through plain MPI): the
+// single-copy path is taken exactly then.
+bool one_host() {
+  char mine[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(mine, &length);
+  std::vector<char> all(static_cast<size_t>(world().size()) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
+  for (int r = 0; r < world().size(); ++r)
+    if (std::string(&all[static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME]) != mine) return false;
+  return true;
+}
+
+// Element i of rank r's data: distinct per rank and position, exact in int32.
+V value(int r, int64_t i) { return {static_cast<double>(r * 10000000 + i % 5000000)}; }
+
+class SingleCopyTest : public DistTest {
+ protected:
+  // The world with single_copy `on`.
+  Communicator with_single_copy(bool on) const {
+    dist::CommunicatorOptions o;
+    o.single_copy = on;
+    return comm().split(0, rank(), o);
+  }
+  // Runs check(c, on) on both communicators, then checks which path each
+  // took (the emulated device's runs take the device paths: no verdict).
+  void both_paths(const std::function<void(const Communicator&, bool)>& check) const {
+    namespace detail = scatterx::detail;
+    const bool host_paths = detail::knob_choice(detail::Knob::DistEmulateDevice) == "off";
+    for (bool on : {true, false}) {
+      const Communicator c = with_single_copy(on);
+      check(c, on);
+      if (ws() == 1 || !host_paths) continue;
+      ASSERT_TRUE(c.single_copy_path().has_value()) << "single_copy=" << on;
+      EXPECT_EQ(*c.single_copy_path(), on && one_host()) << "single_copy=" << on;
+    }
+  }
+};
+
+TEST_F(SingleCopyTest, AllGatherIntoTensor) {
+  both_paths([&](const Communicator& c, bool on) {
+    for (int64_t n : message_elements()) {
+      Tensor in = make({n}, DType::Int32, [&](int64_t i) { return value(rank(), i); });
+      Tensor out = Tensor::zeros({ws() * n}, DType::Int32);
+      dist::all_gather_into_tensor(out, in, c);
+      EXPECT_TRUE(holds(out, [&](int64_t i) { return value(static_cast<int>(i / n), i % n); }))
+          << n << " elements per rank, single_copy=" << on;
+      // In place: the input is this rank's block of the output.
+      Tensor inplace = Tensor::zeros({ws() * n}, DType::Int32);
+      TensorView mine(static_cast<int32_t*>(inplace.data()) + rank() * n, DType::Int32, {n});
+      fill(mine, [&](int64_t i) { return value(rank(), i); });
+      dist::all_gather_into_tensor(inplace, mine, c);
+      EXPECT_TRUE(holds(inplace, [&](int64_t i) { return value(static_cast<int>(i / n), i % n); }))
+          << n << " elements per rank in place, single_copy=" << on;
+    }
+  });
+}
+
+// A strided input and a list mixing strided and contiguous outputs.
+TEST_F(SingleCopyTest, AllGatherListStrided) {
+  both_paths([&](const Communicator& c, bool on) {
+    for (int64_t rows : {int64_t{127}, int64_t{129}, int64_t{2049}}) {  // 128 columns of int32: around 64 KiB
+      const Shape shape{rows, 128};
+      Buf in = make_buf(shape, DType::Int32, Layout::Transposed);
+      fill(in.view, [&](int64_t i) { return value(rank(), i); });
+      std::vector<Buf> bufs;
+      std::vector<TensorView> outs;
+      for (int r = 0; r < ws(); ++r) {
+        bufs.push_back(make_buf(shape, DType::Int32, r % 2 ? Layout::Strided : Layout::Contiguous));
+        bufs.back().take_snapshot();
+      }
+      for (Buf& b : bufs) outs.push_back(b.view);
+      dist::all_gather(outs, in.view, c);
+      for (int r = 0; r < ws(); ++r) {
+        EXPECT_TRUE(holds(outs[static_cast<size_t>(r)], [&](int64_t i) { return value(r, i); }))
+            << rows << " rows, block of rank " << r << ", single_copy=" << on;
+        EXPECT_TRUE(bufs[static_cast<size_t>(r)].unchanged_outside_view());
+      }
+    }
+  });
+}
+
+// Rows (of 16 int32, 64 bytes) rank r sends to rank p: 0, below, at and above
+// the switch point, and large, in a pattern where each rank mixes kinds.
+int64_t rows_sent(int r, int p) {
+  static const int64_t kinds[] = {0, kSwitch / 64 - 1, kSwitch / 64, 3 * kSwitch / 64 + 7, 1};
+  return kinds[(r * 3 + p * 2 + 1) % 5];
+}
+constexpr int64_t kRowLen = 16;
+
+// Element `col` of row `row` that rank r sends to rank p.
+V sent_value(int r, int p, int64_t row, int64_t col) {
+  return {static_cast<double>(r * 10000000 + p * 1000000 + row * kRowLen + col)};
+}
+
+// Rank r's all-to-all input (rows for rank 0, then rank 1...) and the output
+// this rank expects.
+Tensor a2a_input(int r, int ws) {
+  int64_t rows = 0;
+  for (int p = 0; p < ws; ++p) rows += rows_sent(r, p);
+  std::vector<int64_t> first(static_cast<size_t>(ws) + 1, 0);
+  for (int p = 0; p < ws; ++p) first[static_cast<size_t>(p) + 1] = first[static_cast<size_t>(p)] + rows_sent(r, p);
+  return make({rows, kRowLen}, DType::Int32, [&](int64_t i) {
+    int64_t row = i / kRowLen;
+    int p = 0;
+    while (row >= first[static_cast<size_t>(p) + 1]) ++p;
+    return sent_value(r, p, row - first[static_cast<size_t>(p)], i % kRowLen);
+  });
+}
+V a2a_expected(int me, int ws, int64_t i) {
+  int64_t row = i / kRowLen;
+  int q = 0;
+  while (q < ws && row >= rows_sent(q, me)) row -= rows_sent(q++, me);
+  return sent_value(q, me, row, i % kRowLen);
+}
+
+TEST_F(SingleCopyTest, AllToAllSingleAndVOddSplits) {
+  both_paths([&](const Communicator& c, bool on) {
+    std::vector<int64_t> send, recv;
+    for (int p = 0; p < ws(); ++p) {
+      send.push_back(rows_sent(rank(), p));
+      recv.push_back(rows_sent(p, rank()));
+    }
+    const int64_t out_rows = std::accumulate(recv.begin(), recv.end(), int64_t{0});
+    Tensor in = a2a_input(rank(), ws());
+    Tensor out = Tensor::zeros({out_rows, kRowLen}, DType::Int32);
+    dist::all_to_all_single(out, in, recv, send, c);
+    EXPECT_TRUE(holds(out, [&](int64_t i) { return a2a_expected(rank(), ws(), i); }))
+        << "all_to_all_single, single_copy=" << on;
+    const dist::AllToAllVResult v = dist::all_to_all_v(in, send, c);
+    EXPECT_EQ(v.recv_splits, recv);
+    EXPECT_TRUE(holds(v.output, [&](int64_t i) { return a2a_expected(rank(), ws(), i); }))
+        << "all_to_all_v, single_copy=" << on;
+    // Every split zero.
+    const dist::AllToAllVResult none = dist::all_to_all_v(Tensor::zeros({0, kRowLen}, DType::Int32),
+                                                          std::vector<int64_t>(static_cast<size_t>(ws()), 0), c);
+    EXPECT_EQ(none.output.size(0), 0);
+  });
+}
+
+// The list form, one tensor per peer of the pattern's size.
+TEST_F(SingleCopyTest, AllToAllLists) {
+  both_paths([&](const Communicator& c, bool on) {
+    std::vector<Tensor> ins, outs;
+    std::vector<TensorView> in_views, out_views;
+    for (int p = 0; p < ws(); ++p) {
+      ins.push_back(make({rows_sent(rank(), p), kRowLen}, DType::Int32,
+                         [&](int64_t i) { return sent_value(rank(), p, i / kRowLen, i % kRowLen); }));
+      outs.push_back(Tensor::zeros({rows_sent(p, rank()), kRowLen}, DType::Int32));
+      in_views.push_back(ins.back());
+      out_views.push_back(outs.back());
+    }
+    dist::all_to_all(out_views, in_views, c);
+    for (int q = 0; q < ws(); ++q) {
+      EXPECT_TRUE(holds(outs[static_cast<size_t>(q)],
+                        [&](int64_t i) { return sent_value(q, rank(), i / kRowLen, i % kRowLen); }))
+          << "from rank " << q << ", single_copy=" << on;
+    }
+  });
+}
+
+TEST_F(SingleCopyTest, BroadcastFromEveryRoot) {
+  both_paths([&](const Communicator& c, bool on) {
+    for (int64_t n : message_elements()) {
+      for (int root = 0; root < ws(); ++root) {
+        Tensor t = make({n}, DType::Int32, [&](int64_t i) { return value(rank(), i); });
+        dist::broadcast(t, root, c);
+        EXPECT_TRUE(holds(t, [&](int64_t i) { return value(root, i); }))
+            << n << " elements from " << root << ", single_copy=" << on;
+      }
+    }
+    // A strided tensor: packed on the root, unpacked on the others.
+    Buf b = make_buf({300, 64}, DType::Int32, Layout::Transposed);
+    fill(b.view, [&](int64_t i) { return value(rank(), i); });
+    dist::broadcast(b.view, ws() - 1, c);
+    EXPECT_TRUE(holds(b.view, [&](int64_t i) { return value(ws() - 1, i); })) << "strided, single_copy=" << on;
+  });
+}
+
+// Queued collectives of every kind, waited for together: each keeps its
+// inputs until its own peers are done reading them.
+TEST_F(SingleCopyTest, AsyncQueue) {
+  both_paths([&](const Communicator& c, bool on) {
+    const int64_t n = (int64_t{1} << 18) + 1;
+    Tensor in = make({n}, DType::Int32, [&](int64_t i) { return value(rank(), i); });
+    Tensor gathered = Tensor::zeros({ws() * n}, DType::Int32);
+    Tensor a2a_in = a2a_input(rank(), ws());
+    int64_t out_rows = 0;
+    std::vector<int64_t> send, recv;
+    for (int p = 0; p < ws(); ++p) {
+      send.push_back(rows_sent(rank(), p));
+      recv.push_back(rows_sent(p, rank()));
+      out_rows += recv.back();
+    }
+    Tensor a2a_out = Tensor::zeros({out_rows, kRowLen}, DType::Int32);
+    Tensor b = make({n}, DType::Int32, [&](int64_t i) { return value(rank(), i); });
+    std::vector<Work> works;
+    works.push_back(dist::all_gather_into_tensor_async(gathered, in, c));
+    works.push_back(dist::all_to_all_single_async(a2a_out, a2a_in, recv, send, c));
+    works.push_back(dist::broadcast_async(b, 0, c));
+    for (Work& w : works) w.wait();
+    EXPECT_TRUE(holds(gathered, [&](int64_t i) { return value(static_cast<int>(i / n), i % n); })) << on;
+    EXPECT_TRUE(holds(a2a_out, [&](int64_t i) { return a2a_expected(rank(), ws(), i); })) << on;
+    EXPECT_TRUE(holds(b, [&](int64_t i) { return value(0, i); })) << on;
+  });
+}
+
+// Empty blocks after the path was settled by a large all-gather.
+TEST_F(SingleCopyTest, ZeroSizeBlocks) {
+  both_paths([&](const Communicator& c, bool) {
+    const int64_t n = int64_t{1} << 15;
+    Tensor big = Tensor::zeros({n}, DType::Int32);
+    Tensor gathered = Tensor::zeros({ws() * n}, DType::Int32);
+    dist::all_gather_into_tensor(gathered, big, c);
+    Tensor in = Tensor::zeros({0}, DType::Int32);
+    Tensor out = Tensor::zeros({0}, DType::Int32);
+    dist::all_gather_into_tensor(out, in, c);
+    dist::broadcast(in, 0, c);
+    EXPECT_EQ(out.numel(), 0);
+  });
+}
+
+}  // namespace
+}  // namespace sxd
