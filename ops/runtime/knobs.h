@@ -41,6 +41,9 @@ enum class KnobKind {
   X(DistAllReduceSmallBytes, "SCATTERX_DIST_ALLREDUCE_SMALL_BYTES", Bytes, "65536", 0, int64_t{1} << 24, "", false, \
     "all_reduce of at most this many bytes takes the latency path (shared-memory slots on one host, recursive "     \
     "doubling between hosts); 0 never")                                                                             \
+  X(DistSingleCopy, "SCATTERX_DIST_SINGLE_COPY", Flag, "1", 0, 0, "", false,                                        \
+    "all-gathers, all-to-alls and broadcasts read large messages straight out of the peers' memory when every "     \
+    "rank is on one host (default of the single_copy option)")                                                      \
   X(DistShmStream, "SCATTERX_DIST_SHM_STREAM", Choice, "auto", 0, 0, "auto|0|1", false,                             \
     "shared-memory slots written with non-temporal stores: auto while plain copies are slow, 0 never, 1 always")    \
   X(DistCudaAware, "SCATTERX_DIST_CUDA_AWARE", Flag, "1", 0, 0, "", false,                                          \
@@ -48,30 +51,6 @@ enum class KnobKind {
   X(DistStagingChunkBytes, "SCATTERX_DIST_STAGING_CHUNK_BYTES", Bytes, "2097152", 1, int64_t{1} << 30, "", false,   \
     "chunk of device data staged through pinned host slots")                                                        \
   X(DistEmulateDevice, "SCATTERX_DIST_EMULATE_DEVICE", Choice, "off", 0, 0, "off|staged|direct", true,              \
-#define SCATTERX_KNOBS(X)                                                                                          \
-  X(CpuIsa, "SCATTERX_CPU_ISA", Choice, "auto", 0, 0, "auto|baseline", false,                                      \
-    "CPU kernels: auto picks the AVX2 build where the CPU has it; baseline forces the portable one")               \
-  X(StreamingStoreBytes, "SCATTERX_STREAMING_STORE_BYTES", Bytes, "33554432", 0, int64_t{1} << 62, "", false,      \
-    "row gathers whose output is at least this large write with non-temporal stores")                              \
-  X(DistTimeout, "SCATTERX_DIST_TIMEOUT", Seconds, "600", 0, 0, "", false,                                         \
-    "seconds a collective waits for its peers before raising DistTimeoutError (default of the timeout option)")    \
-  X(DistChecks, "SCATTERX_DIST_CHECKS", Flag, "0", 0, 0, "", false,                                                \
-    "check the dense collectives' arguments across ranks first (default of the checks option)")                    \
-  X(DistChunkBytes, "SCATTERX_DIST_CHUNK_BYTES", Bytes, "524288", 1, int64_t{1} << 40, "", false,                  \
-    "pipelining chunk of the host rings (default of the chunk_bytes option)")                                      \
-  X(DistShm, "SCATTERX_DIST_SHM", Flag, "1", 0, 0, "", false,                                                      \
-    "reduce-scatter through a shared-memory segment when every rank is on one host (default of the shared_memory " \
-    "option)")                                                                                                     \
-  X(DistSingleCopy, "SCATTERX_DIST_SINGLE_COPY", Flag, "1", 0, 0, "", false,                                       \
-    "all-gathers, all-to-alls and broadcasts read large messages straight out of the peers' memory when every "    \
-    "rank is on one host (default of the single_copy option)")                                                     \
-  X(DistShmStream, "SCATTERX_DIST_SHM_STREAM", Choice, "auto", 0, 0, "auto|0|1", false,                            \
-    "shared-memory slots written with non-temporal stores: auto while plain copies are slow, 0 never, 1 always")   \
-  X(DistCudaAware, "SCATTERX_DIST_CUDA_AWARE", Flag, "1", 0, 0, "", false,                                         \
-    "hand device buffers to MPI when it reports CUDA support; 0 stages them through pinned host memory")           \
-  X(DistStagingChunkBytes, "SCATTERX_DIST_STAGING_CHUNK_BYTES", Bytes, "2097152", 1, int64_t{1} << 30, "", false,  \
-    "chunk of device data staged through pinned host slots")                                                       \
-  X(DistEmulateDevice, "SCATTERX_DIST_EMULATE_DEVICE", Choice, "off", 0, 0, "off|staged|direct", true,             \
     "test only: CPU tensors take the CUDA tensors' paths on an emulated device whose work runs late")
 
 enum class Knob {
