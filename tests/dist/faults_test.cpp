@@ -98,14 +98,21 @@ class FaultsTest : public DistTest {
 
 // A rank that never joins: every waiting rank raises TimeoutError within the
 // timeout plus a small slack, naming the collective and the ranks it waited
-// for; the straggler itself was never told and goes on. The all_reduce runs
-// once on every rank first, so that its shared-memory segment is set up and
-// the straggler is missed in the shared-memory path itself.
+// for; the straggler itself was never told and goes on. An all_reduce and an
+// all-to-all run once on every rank first, so that the shared-memory segment
+// and the single-copy verdict are settled (their setup is itself collective
+// and can only say it waited for "every rank") and the straggler is missed
+// in the data paths themselves.
 TEST_F(FaultsTest, StragglerTimesOutEveryWaitingRank) {
   SXD_REQUIRE_WS2();
   for (const auto& [name, run] : needing_everyone()) {
     Communicator c = dedicated();
     expect_all_reduce_works(c);
+    {
+      Tensor in = Tensor::zeros({ws()}, DType::Int64);
+      Tensor out = Tensor::zeros({ws()}, DType::Int64);
+      dist::all_to_all_single(out, in, {}, {}, c);
+    }
     if (rank() == straggler()) continue;
     const auto start = std::chrono::steady_clock::now();
     const std::string msg = expect_throws<TimeoutError>([&] { run(c); });
