@@ -26,9 +26,6 @@ enum class KnobKind {
     "CPU kernels: auto picks the AVX2 build where the CPU has it; baseline forces the portable one")                \
   X(StreamingStoreBytes, "SCATTERX_STREAMING_STORE_BYTES", Bytes, "33554432", 0, int64_t{1} << 62, "", false,       \
     "row gathers whose output is at least this large write with non-temporal stores")                               \
-  X(ScatterUnsortedBytes, "SCATTERX_SCATTER_UNSORTED_BYTES", Bytes, "-1", -1, int64_t{1} << 62, "", false,          \
-    "slice-wise CPU scatters whose destination is at most this large fold without sorting by target; -1: the "      \
-    "last-level cache size, 0: always sort")                                                                        \
   X(DistTimeout, "SCATTERX_DIST_TIMEOUT", Seconds, "600", 0, 0, "", false,                                          \
     "seconds a collective waits for its peers before raising DistTimeoutError (default of the timeout option)")     \
   X(DistChecks, "SCATTERX_DIST_CHECKS", Flag, "0", 0, 0, "", false,                                                 \

@@ -28,9 +28,7 @@
 #include "ops/detail/segments.h"
 #include "ops/dispatch.h"
 #include "ops/reduce_ops.h"
-#include "ops/runtime/cpu_cache.h"
 #include "ops/runtime/cpu_isa.h"
-#include "ops/runtime/knobs.h"
 #include "ops/runtime/parallel.h"
 #include "ops/scatter/scatter_args.h"
 
@@ -81,9 +79,6 @@ class CpuScatter {
     // Weights are applied per source row, which only the grouped path
     // (always available: index_add_weighted_'s index is slice-wise) does.
     if (g_.slice_index && (g_.row_len >= kMinGroupedRow || !kDirect || weights_ != nullptr)) {
-      if constexpr (kFoldsInPlace) {
-        if (unsorted_fits()) return run_unsorted();
-      }
       run_grouped();
     } else if constexpr (kDirect) {
       run_direct();
@@ -220,165 +215,6 @@ class CpuScatter {
     }
     const int64_t count = f.n + (include_self_ ? 1 : 0);
     for (int64_t j = 0; j < f.len; ++j) dst[j * ds] = static_cast<T>(Op::finalize(acc[j], count));
-  }
-
-  // ---- unsorted -------------------------------------------------------------
-  // When the destination fits in the last-level cache, sorting by target costs
-  // more than it saves: the sorted fold reads the source rows at random
-  // addresses, at about half the bandwidth of a stream. Instead each thread
-  // owns a contiguous range of targets, scans the whole index in order and
-  // folds the rows it owns straight into self (read-modify-writes that hit the
-  // cache), so it reads its source rows in increasing address order. Each
-  // target still sees its rows in index order, by one thread: the same fold,
-  // bit for bit. Only for folds that need no wider accumulator (T is acc_t<T>).
-  static constexpr bool kFoldsInPlace = std::is_same_v<A, T> && R != Reduce::None;
-
-  bool unsorted_fits() const {
-    if (weights_ != nullptr || g_.k == 0) return false;
-    const int64_t bytes = g_.outer_numel * num_targets_ * g_.row_len * int64_t{sizeof(T)};
-    const int64_t limit = knob_bytes(Knob::ScatterUnsortedBytes);
-    return bytes <= (limit >= 0 ? limit : last_level_cache_bytes());
-  }
-
-  void run_unsorted() const {
-    // Hits per target balance the threads' ranges by rows folded (power-law
-    // targets) and say which targets start from identity or need finalizing.
-    const Buffer<int64_t> hits = count_hits();
-    const int64_t pieces =
-        std::min<int64_t>(threads_for(g_.k * g_.row_len * g_.outer_numel, kFoldsPerPiece), num_targets_);
-    Buffer<int64_t> first_target(pieces + 1);
-    first_target[0] = 0;
-    int64_t piece = 1;
-    int64_t running = 0;
-    for (int64_t t = 0; t < num_targets_ && piece < pieces; ++t) {
-      running += hits[t];
-      while (piece < pieces && running >= g_.k * piece / pieces) first_target[piece++] = t + 1;
-    }
-    while (piece <= pieces) first_target[piece++] = num_targets_;
-    const bool unit_rows = g_.row_stride[0] == 1 && g_.row_stride[1] == 1;
-    const UnsortedFn fn = unit_rows ? (scaled_ ? pick_unsorted<true, true>() : pick_unsorted<true, false>())
-                                    : (scaled_ ? pick_unsorted<false, true>() : pick_unsorted<false, false>());
-    parallel_for(pieces, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t p = begin; p < end; ++p) (this->*fn)(first_target[p], first_target[p + 1], hits.data());
-    });
-  }
-
-  // A histogram of the index: per-piece counts, then summed target by target.
-  Buffer<int64_t> count_hits() const {
-    const int64_t step = g_.dim_stride[2];
-    const int64_t pieces = threads_for(g_.k, kSortGrain);
-    const int64_t per_piece = (g_.k + pieces - 1) / pieces;
-    Buffer<int64_t> partial(pieces * num_targets_);
-    parallel_for(pieces, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t p = begin; p < end; ++p) {
-        int64_t* h = partial.data() + p * num_targets_;
-        std::fill(h, h + num_targets_, 0);
-        for (int64_t i = p * per_piece; i < std::min(g_.k, (p + 1) * per_piece); ++i) {
-          ++h[static_cast<int64_t>(index_[i * step])];
-        }
-      }
-    });
-    if (pieces == 1) return partial;
-    Buffer<int64_t> hits(num_targets_);
-    parallel_for(num_targets_, kSortGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) {
-        int64_t sum = 0;
-        for (int64_t p = 0; p < pieces; ++p) sum += partial[p * num_targets_ + t];
-        hits[t] = sum;
-      }
-    });
-    return hits;
-  }
-
-  using UnsortedFn = void (CpuScatter::*)(int64_t, int64_t, const int64_t*) const;
-
-  // The fold of one target range, compiled for the baseline ISA and for AVX2.
-  template <bool kUnitStride, bool kScaled>
-  void fold_unsorted(int64_t lo, int64_t hi, const int64_t* hits) const {
-    fold_unsorted_body<kUnitStride, kScaled>(lo, hi, hits);
-  }
-  template <bool kUnitStride, bool kScaled>
-  SCATTERX_TARGET_AVX2 void fold_unsorted_avx2(int64_t lo, int64_t hi, const int64_t* hits) const {
-    fold_unsorted_body<kUnitStride, kScaled>(lo, hi, hits);
-  }
-
-  template <bool kUnitStride, bool kScaled>
-  UnsortedFn pick_unsorted() const {
-    return use_avx2() ? &CpuScatter::fold_unsorted_avx2<kUnitStride, kScaled>
-                      : &CpuScatter::fold_unsorted<kUnitStride, kScaled>;
-  }
-
-  // Rows a range prefetches ahead of its fold (a ring of pending rows).
-  static constexpr int kUnsortedAhead = 16;
-
-  template <bool kUnitStride, bool kScaled>
-  SCATTERX_INLINE void fold_unsorted_body(int64_t lo, int64_t hi, const int64_t* hits) const {
-    if (lo >= hi) return;
-    const int64_t ds = kUnitStride ? 1 : g_.row_stride[0];
-    const int64_t ss = kUnitStride ? 1 : g_.row_stride[1];
-    const int64_t len = g_.row_len;
-    const int64_t row_bytes = len * int64_t{sizeof(T)};
-    const auto span = static_cast<uint64_t>(hi - lo);
-    const int64_t ahead = std::clamp<int64_t>(8192 / std::max<int64_t>(row_bytes, 1), 2, kUnsortedAhead);
-    // Through an aligned stack accumulator, as the grouped fold: folding in
-    // place let the vectorizer peel by the destination's alignment, and the
-    // peeled scalar code and the vector code propagate different NaNs.
-    auto fold_row = [&](T* dst, const T* src) {
-      for (int64_t j0 = 0; j0 < len; j0 += kRowChunk) {
-        const int64_t n = std::min(kRowChunk, len - j0);
-        alignas(64) A acc[kRowChunk];
-        for (int64_t j = 0; j < n; ++j) acc[j] = dst[(j0 + j) * ds];
-        for (int64_t j = 0; j < n; ++j) acc[j] = Op::combine(acc[j], value<kScaled>(src[(j0 + j) * ss]));
-        for (int64_t j = 0; j < n; ++j) dst[(j0 + j) * ds] = acc[j];
-      }
-    };
-    int64_t off[3] = {};
-    for (int64_t u = 0; u < g_.outer_numel; ++u) {
-      g_.outer.offsets(u, off);
-      T* self = self_ + off[0];
-      const T* src = src_ + off[1];
-      if (!include_self_) {
-        for (int64_t t = lo; t < hi; ++t) {
-          if (hits[t] == 0) continue;  // a target no index hits keeps its value
-          for (int64_t j = 0; j < len; ++j) self[t * g_.dim_stride[0] + j * ds] = Op::identity();
-        }
-      }
-      // Rows found but not yet folded, oldest at `slot` once the ring is full.
-      T* pending_dst[kUnsortedAhead];
-      const T* pending_src[kUnsortedAhead];
-      int64_t found = 0;
-      int64_t slot = 0;
-      for (int64_t i = 0; i < g_.k; ++i) {
-        const auto t = static_cast<int64_t>(index_[i * g_.dim_stride[2]]);
-        if (static_cast<uint64_t>(t - lo) >= span) continue;
-        T* d = self + t * g_.dim_stride[0];
-        const T* s = src + i * g_.dim_stride[1];
-        if constexpr (kUnitStride) {
-          prefetch_row(s, row_bytes);
-          prefetch_row(d, row_bytes);
-        }
-        if (found >= ahead) fold_row(pending_dst[slot], pending_src[slot]);
-        pending_dst[slot] = d;
-        pending_src[slot] = s;
-        ++found;
-        if (++slot == ahead) slot = 0;
-      }
-      // the last rows found, oldest first
-      const int64_t left = std::min(found, ahead);
-      for (int64_t n = 0; n < left; ++n) {
-        const int64_t at = (found - left + n) % ahead;
-        fold_row(pending_dst[at], pending_src[at]);
-      }
-      if constexpr (kNeedsCount<R>) {
-        const int64_t self_count = include_self_ ? 1 : 0;
-        for (int64_t t = lo; t < hi; ++t) {
-          if (hits[t] == 0) continue;
-          T* row = self + t * g_.dim_stride[0];
-          for (int64_t j = 0; j < len; ++j)
-            row[j * ds] = static_cast<T>(Op::finalize(row[j * ds], hits[t] + self_count));
-        }
-      }
-    }
   }
 
   // ---- direct ---------------------------------------------------------------
