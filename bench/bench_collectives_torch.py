@@ -51,6 +51,8 @@ import platform
 import sys
 import time
 
+from machine import cpu_model
+
 ROW = 16  # floats per all-to-all row
 NOISY = 0.10
 
@@ -77,17 +79,6 @@ def env_int(*names, default=None):
         if os.environ.get(n):
             return int(os.environ[n])
     return default
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def proc_busy() -> float:

@@ -83,6 +83,8 @@ import time
 
 import numpy as np
 
+from machine import cpu_model
+
 _M64 = (1 << 64) - 1
 _GAMMA = 0x9E3779B97F4A7C15
 K_SEED = 20261122
@@ -243,17 +245,6 @@ def pct(x: float) -> str:
 
 def retried(row) -> str:
     return f" ({row['attempts']} runs)" if row["attempts"] > 1 else ""
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 # ---- the benchmark --------------------------------------------------------------------------------------

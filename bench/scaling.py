@@ -28,6 +28,8 @@ import sys
 import tempfile
 from datetime import date
 
+from machine import cpu_model
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIVES = os.path.join(ROOT, "build", "release", "bench", "scatterx_bench_collectives")
 LOCAL = os.path.join(ROOT, "build", "release", "bench", "scatterx_bench")
@@ -180,17 +182,6 @@ def main() -> int:
         with open(args.markdown_out, "w") as f:
             f.write(text + "\n")
     return 0
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "?"
 
 
 if __name__ == "__main__":
