@@ -175,6 +175,10 @@ class Waiter {
 
 void check_mpi(int rc, const char* op, const char* call);
 
+// How many messages this process's communicators received and dropped when
+// they were destroyed (messages no one would receive; see ~State). For tests.
+int64_t messages_dropped_at_destruction();
+
 // Blocks of a ring's buffer, in elements: block b is [offset[b], offset[b] + length[b]).
 struct Blocks {
   std::vector<int64_t> offset;
