@@ -239,7 +239,9 @@ class ShardedEmbeddingBagCollection(torch.nn.Module):
     """Several embedding bags, ``tables`` a sequence of (num_embeddings, embedding_dim). ``sharding="table"``
     (the default) puts table i whole on group rank ``i % W``; ``sharding="row"`` shards every table row-wise.
     ``forward(inputs, offsets=None, per_sample_weights=None)`` takes one input (and offsets, weights) per table
-    and returns the list of pooled [B, D_i] outputs; each table is one sharded lookup, in table order."""
+    and returns the list of pooled [B, D_i] outputs; each table is one sharded lookup, in table order. The
+    counterpart of torchrec.EmbeddingBagCollection (a list of tensors in place of its KeyedJaggedTensor);
+    each table behaves as :class:`ShardedEmbeddingBag`: dtypes, determinism and errors as there."""
 
     def __init__(self, tables: Sequence[Tuple[int, int]], *, sharding: str = "table", mode: str = "mean",
                  group: GroupLike = None, dtype: Optional[torch.dtype] = None, sparse: bool = False,

@@ -234,8 +234,8 @@ class _Reduce(Function):
 
 
 def gather(tensor: torch.Tensor, dst: int = 0, group: GroupLike = None) -> Tuple[torch.Tensor, ...]:
-    """A tuple of every rank's ``tensor`` on global rank ``dst`` (zeros elsewhere); the gradient is scattered
-    back from ``dst``."""
+    """:torch_dist:`nn.functional.gather`: a tuple of every rank's ``tensor`` on global rank ``dst`` (zeros
+    elsewhere); the gradient is scattered back from ``dst``."""
     return _Gather.apply(dst, group, tensor)
 
 
@@ -252,17 +252,20 @@ def reduce(tensor: torch.Tensor, dst: int, op=ReduceOp.SUM, group: GroupLike = N
 
 
 def all_reduce(tensor: torch.Tensor, op=ReduceOp.SUM, group: GroupLike = None) -> torch.Tensor:
-    """A new tensor holding op over the ranks of their ``tensor``; differentiable for SUM, AVG, MAX, MIN."""
+    """:torch_dist:`nn.functional.all_reduce`: a new tensor holding op over the ranks of their ``tensor``;
+    differentiable for SUM, AVG, MAX, MIN."""
     return _AllReduce.apply(op, group, tensor)
 
 
 def broadcast(tensor: torch.Tensor, src: int, group: GroupLike = None) -> torch.Tensor:
-    """A new tensor holding global rank ``src``'s ``tensor``; the gradient sums on ``src``."""
+    """:torch_dist:`nn.functional.broadcast`: a new tensor holding global rank ``src``'s ``tensor``; the gradient
+    sums on ``src``."""
     return _Broadcast.apply(src, group, tensor)
 
 
 def all_gather(tensor: torch.Tensor, group: GroupLike = None) -> Tuple[torch.Tensor, ...]:
-    """A tuple of every rank's ``tensor``, in rank order; the gradient is reduce_scatter'ed back."""
+    """:torch_dist:`nn.functional.all_gather`: a tuple of every rank's ``tensor``, in rank order; the gradient is
+    reduce_scatter'ed back."""
     return _AllGather.apply(group, tensor)
 
 
@@ -276,14 +279,16 @@ def reduce_scatter(output: torch.Tensor, input_list: List[torch.Tensor], op=Redu
 
 def all_to_all(output_tensor_list: List[torch.Tensor], input_tensor_list: List[torch.Tensor],
                group: GroupLike = None) -> Tuple[torch.Tensor, ...]:
-    """A tuple of new tensors shaped as ``output_tensor_list``: entry i is rank i's ``input_tensor_list[rank]``."""
+    """:torch_dist:`nn.functional.all_to_all`: a tuple of new tensors shaped as ``output_tensor_list``: entry i is
+    rank i's ``input_tensor_list[rank]``."""
     return _AllToAll.apply(group, output_tensor_list, *input_tensor_list)
 
 
 def all_to_all_single(output: torch.Tensor, input: torch.Tensor, output_split_sizes: Optional[List[int]] = None,
                       input_split_sizes: Optional[List[int]] = None, group: GroupLike = None) -> torch.Tensor:
-    """A new tensor shaped as ``output``: ``output_split_sizes[i]`` rows from rank i (see
-    scatterx.distributed.all_to_all_single); the gradient travels back with the splits swapped."""
+    """:torch_dist:`nn.functional.all_to_all_single`: a new tensor shaped as ``output``: ``output_split_sizes[i]``
+    rows from rank i (see scatterx.distributed.all_to_all_single); the gradient travels back with the splits
+    swapped."""
     return _AllToAllSingle.apply(group, output, output_split_sizes, input_split_sizes, input)
 
 
