@@ -40,8 +40,9 @@ def _not_self(call: _Call, group_rank: int, kind: str) -> None:
 
 def isend(tensor: Array, dst: Optional[int] = None, group: GroupLike = None, tag: int = 0,
           group_dst: Optional[int] = None) -> Optional[Work]:
-    """Posts the send of ``tensor`` to global rank ``dst`` (or ``group_dst``) and returns its :class:`Work`;
-    ``tensor`` must not be written until ``wait()`` returned. Sending to this rank is allowed (as torch)."""
+    """:torch_dist:`isend`: posts the send of ``tensor`` to global rank ``dst`` (or ``group_dst``) and returns its
+    :class:`Work`; ``tensor`` must not be written until ``wait()`` returned. Sending to this rank is allowed (as
+    torch)."""
     call = _Call("isend", group)
     if call.comm is None:
         return None

@@ -240,14 +240,16 @@ def gather(tensor: torch.Tensor, dst: int = 0, group: GroupLike = None) -> Tuple
 
 
 def scatter(tensors: List[torch.Tensor], src: int = 0, group: GroupLike = None) -> torch.Tensor:
-    """Global rank ``src``'s ``tensors[rank]`` on every rank (every rank passes a list of tensors of one shape,
-    as torch requires; only src's values are read); the gradient is gathered back to ``src``."""
+    """:torch_dist:`nn.functional.scatter`: global rank ``src``'s ``tensors[rank]`` on every rank (every rank passes
+    a list of tensors of one shape, as torch requires; only src's values are read); the gradient is gathered back to
+    ``src``."""
     return _Scatter.apply(src, group, *tensors)
 
 
 def reduce(tensor: torch.Tensor, dst: int, op=ReduceOp.SUM, group: GroupLike = None) -> torch.Tensor:
-    """A new tensor: op over the ranks of their ``tensor`` on global rank ``dst``, this rank's ``tensor``
-    elsewhere (a copy, through which no gradient flows, as in torch); differentiable for SUM."""
+    """:torch_dist:`nn.functional.reduce`: a new tensor: op over the ranks of their ``tensor`` on global rank
+    ``dst``, this rank's ``tensor`` elsewhere (a copy, through which no gradient flows, as in torch); differentiable
+    for SUM."""
     return _Reduce.apply(dst, op, group, tensor)
 
 
@@ -271,9 +273,9 @@ def all_gather(tensor: torch.Tensor, group: GroupLike = None) -> Tuple[torch.Ten
 
 def reduce_scatter(output: torch.Tensor, input_list: List[torch.Tensor], op=ReduceOp.SUM,
                    group: GroupLike = None) -> torch.Tensor:
-    """A new tensor of ``output``'s shape holding op over the ranks of their ``input_list[rank]``
-    (``output`` only gives the shape and is not written, unlike torch which writes it as well);
-    differentiable for SUM and AVG."""
+    """:torch_dist:`nn.functional.reduce_scatter`: a new tensor of ``output``'s shape holding op over the ranks of
+    their ``input_list[rank]`` (``output`` only gives the shape and is not written, unlike torch which writes it as
+    well); differentiable for SUM and AVG."""
     return _ReduceScatter.apply(op, group, output, *input_list)
 
 
