@@ -82,11 +82,8 @@ def test_every_public_callable_names_its_torch_counterpart(name):
 def test_the_scatterx_only_list_names_only_public_callables():
     """A stale entry would hide nothing but would let a renamed function's new name go unchecked."""
     public = set()
-    for name in PUBLIC_MODULES:
-        try:
-            public.update(q for q, _ in _public_callables(name))
-        except pytest.skip.Exception:
-            return
+    for name in PUBLIC_MODULES:  # skips where torch or the distributed layer is missing
+        public.update(q for q, _ in _public_callables(name))
     assert SCATTERX_ONLY <= public, f"not public (renamed or removed?): {sorted(SCATTERX_ONLY - public)}"
 
 

@@ -267,6 +267,9 @@ class ShardedEmbeddingBagCollection(torch.nn.Module):
 
     def forward(self, inputs: Sequence[torch.Tensor], offsets: Optional[Sequence[Optional[torch.Tensor]]] = None,
                 per_sample_weights: Optional[Sequence[Optional[torch.Tensor]]] = None) -> List[torch.Tensor]:
+        """The pooled [B, D_i] rows of each table, in table order: ``inputs[i]`` (with ``offsets[i]`` and
+        ``per_sample_weights[i]``, each list None or one entry per table) goes to table i's
+        :meth:`ShardedEmbeddingBag.forward`. ValueError when ``inputs`` does not hold one tensor per table."""
         if len(inputs) != len(self.bags):
             raise ValueError(f"ShardedEmbeddingBagCollection: expected {len(self.bags)} inputs, got {len(inputs)}")
         offsets = [None] * len(inputs) if offsets is None else offsets
@@ -274,9 +277,11 @@ class ShardedEmbeddingBagCollection(torch.nn.Module):
         return [bag(x, o, w) for bag, x, o, w in zip(self.bags, inputs, offsets, psw)]
 
     def sgd_step(self, lr: float) -> None:
+        """:meth:`ShardedEmbeddingBag.sgd_step` on every table."""
         for bag in self.bags:
             bag.sgd_step(lr)
 
     def adagrad_step(self, lr: float, eps: float = 1e-10) -> None:
+        """:meth:`ShardedEmbeddingBag.adagrad_step` on every table."""
         for bag in self.bags:
             bag.adagrad_step(lr, eps)
