@@ -224,7 +224,8 @@ def scatter(input: Array, dim: int, index: Array, src: Any = None, *, value: Any
     than ``src`` in any dim nor than input outside ``dim``; ``src`` has input's
     dtype (any). Not differentiable: inputs that require grad raise TypeError.
     Errors: IndexError for an index outside ``[0, input.size(dim))``,
-    ValueError for shapes or ``dim``, TypeError for dtypes or a bad ``reduce``.
+    ValueError for shapes, ``dim`` or an unknown ``reduce``, TypeError for
+    dtypes or a ``reduce`` that is not a string.
     """
     return _scatter(False, input, dim, index, src, value, reduce)
 
@@ -322,7 +323,8 @@ def index_add(input: Array, dim: int, index: Array, source: Array, *, alpha: Any
     ``source`` matches input in every other dim and has its dtype (any).
     ``alpha`` must be integral for integer arrays and bool for bool ones.
     Deterministic (each row sums in index order). Differentiable in input and
-    source. Errors: IndexError, ValueError (shapes, ``dim``, ``alpha``), TypeError.
+    source. Errors: IndexError, ValueError (shapes, ``dim``), TypeError (dtypes, an
+    ``alpha`` the dtype cannot take).
     """
     return _index_add(False, input, dim, index, source, alpha)
 
