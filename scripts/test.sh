@@ -6,6 +6,8 @@
 #   3. the Python package: pip install . into build/venv, then pytest
 #      (torch is installed too, so the torch comparisons and autograd
 #      checks run; SCATTERX_TORCH=0 skips it and those tests say so),
+#      then the API reference (docs/, Sphinx, warnings are errors) into
+#      build/docs (where torch and the distributed layer are there to import),
 #      then tests/python_dist under mpirun with 1, 2, 3 and 4 ranks (and
 #      examples/moe_layer.py, graphsage_dist.py and embedding_bag_dist.py
 #      with 2 and 4),
@@ -43,6 +45,15 @@ fi
 scatterx_python_env $([ "${SCATTERX_TORCH:-1}" = 0 ] || echo torch pyg) mpi4py
 echo "== pytest"
 (cd "$SCATTERX_ROOT" && OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "$SCATTERX_VENV/bin/python" -m pytest -q -rs tests/python)
+
+# autodoc imports every documented module: the torch layers need torch, scatterx.distributed needs MPI.
+if "$SCATTERX_VENV/bin/python" -c "import torch, scatterx._C as c; assert hasattr(c, 'dist')" 2>/dev/null; then
+  echo "== API reference (docs/ -> build/docs; Sphinx, warnings are errors)"
+  # -E: read every page again, so a docstring changed in the installed package is always re-checked.
+  "$SCATTERX_VENV/bin/python" -m sphinx -E -W --keep-going -q -b html "$SCATTERX_ROOT/docs" "$SCATTERX_ROOT/build/docs"
+else
+  echo "== API reference skipped: it documents the torch layers and scatterx.distributed (needs torch and MPI)"
+fi
 
 if "$SCATTERX_VENV/bin/python" -c "import scatterx._C as c; assert hasattr(c, 'dist')" 2>/dev/null; then
   echo "== pytest under mpirun (scatterx.distributed)"

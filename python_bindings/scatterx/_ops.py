@@ -8,16 +8,26 @@ numpy out; CuPy in, CuPy out) on the same device; in-place forms write into
 the caller's array and return it. CUDA ops run on the caller's current torch
 or CuPy stream and do not wait for it.
 
-Errors raise IndexError (an index out of range), TypeError (a dtype) or
-ValueError (any other bad argument), with the core's message:
-``"<op>: <argument> <expected>, got <received>"``.
+dtypes: float16, bfloat16 (torch), float32, float64, complex64, complex128,
+int8, uint8, int16, int32, int64 and bool; an op's arrays share one dtype,
+and indices are int32 or int64, used as given (no upcast). Complex has no
+amax/amin and bool no mean.
+
+Determinism: every op, including float sums and means, gives bit-identical
+results across runs and thread counts (each destination is folded by one
+thread in index order; on a GPU see ``scatterx.cuda.set_deterministic``).
+float16/bfloat16 accumulate in float and round once.
+
+Errors raise IndexError (an index out of range; nothing is written), TypeError
+(a dtype) or ValueError (any other bad argument: shapes, dims, overlap), with
+the core's message: ``"<op>: <argument> <expected>, got <received>"``.
 
 Gradients: when a torch input requires grad (and grad mode is on), gather,
 index_select, scatter_add, scatter_reduce, index_add, index_add_weighted and
 index_reduce, and their in-place forms, are recorded through the autograd
 Functions of ``scatterx.torch`` (an in-place write into a leaf that requires
-grad raises torch's RuntimeError, as torch's own in-place ops do); scatter /
-scatter_ and the ``out=`` forms refuse such inputs rather than silently
+grad raises torch's RuntimeError, as torch's own in-place ops do); ``scatter`` /
+``scatter_`` and the ``out=`` forms refuse such inputs rather than silently
 dropping the gradient.
 """
 
@@ -137,11 +147,14 @@ def _scalar(x):
 
 
 def gather(input: Array, dim: int, index: Array, *, sparse_grad: bool = False, out: Optional[Array] = None) -> Array:
-    """torch.gather: ``out[i][j][k] = input[index[i][j][k]][j][k]`` (dim 0).
+    """:torch:`gather`: ``out[i][j][k] = input[index[i][j][k]][j][k]`` (dim 0).
 
     ``index`` (int32 or int64) has input's rank and is no larger than input
-    outside ``dim``; the result has index's shape. ``sparse_grad`` is accepted
-    for torch compatibility and ignored.
+    outside ``dim``; the result has index's shape and input's dtype (any).
+    ``out=`` writes into a given array of that shape. ``sparse_grad`` is
+    accepted for torch compatibility and ignored. A copy: deterministic.
+    Errors: IndexError for an index outside ``[0, input.size(dim))``,
+    ValueError for ranks, sizes or ``dim``, TypeError for dtypes.
     """
     if out is None and _needs_grad(input):
         from . import torch as sx_torch
@@ -154,7 +167,14 @@ def gather(input: Array, dim: int, index: Array, *, sparse_grad: bool = False, o
 
 
 def index_select(input: Array, dim: int, index: Array, *, out: Optional[Array] = None) -> Array:
-    """torch.index_select: the slices ``input[..., index[i], ...]`` along ``dim``; index is 1-d (or 0-d)."""
+    """:torch:`index_select`: the slices ``input[..., index[i], ...]`` along ``dim``.
+
+    ``index`` is 1-d (or 0-d), int32 or int64; the result is input's shape with
+    ``dim`` of index's length, in input's dtype (any). ``out=`` writes into a
+    given array of that shape. A copy: deterministic. Errors: IndexError for an
+    index outside ``[0, input.size(dim))``, ValueError for shapes or ``dim``,
+    TypeError for dtypes.
+    """
     if out is None and _needs_grad(input):
         from . import torch as sx_torch
         return sx_torch.index_select(input, dim, index)
@@ -195,18 +215,28 @@ def _scatter(in_place: bool, input, dim, index, src, value, reduce):
 
 def scatter(input: Array, dim: int, index: Array, src: Any = None, *, value: Any = None,
             reduce: Optional[str] = None) -> Array:
-    """torch.scatter: a copy of input with ``out[index[i][j]][j] = src[i][j]`` (dim 0).
+    """:torch:`scatter`: a copy of input with ``out[index[i][j]][j] = src[i][j]`` (dim 0).
 
     ``src`` may be an array or a number (taken as ``value``, as torch does).
     ``reduce`` is None (plain write; with duplicate indices the last in index
-    order wins, deterministically), ``'add'`` or ``'multiply'``.
+    order wins, deterministically, where torch leaves it undefined), ``'add'``
+    or ``'multiply'``. ``index`` (int32/int64) has input's rank, is no larger
+    than ``src`` in any dim nor than input outside ``dim``; ``src`` has input's
+    dtype (any). Not differentiable: inputs that require grad raise TypeError.
+    Errors: IndexError for an index outside ``[0, input.size(dim))``,
+    ValueError for shapes, ``dim`` or an unknown ``reduce``, TypeError for
+    dtypes or a ``reduce`` that is not a string.
     """
     return _scatter(False, input, dim, index, src, value, reduce)
 
 
 def scatter_(input: Array, dim: int, index: Array, src: Any = None, *, value: Any = None,
              reduce: Optional[str] = None) -> Array:
-    """Tensor.scatter_: scatter into ``input`` in place; returns ``input``."""
+    """:torch:`Tensor.scatter_`: :func:`scatter` into ``input`` in place; returns ``input``.
+
+    Also refuses an ``input`` that overlaps itself (a zero stride), ``index`` or
+    ``src`` (ValueError), and a read-only array; on any error input is unchanged.
+    """
     return _scatter(True, input, dim, index, src, value, reduce)
 
 
@@ -225,31 +255,47 @@ def _scatter_reduce(kind, in_place, input, dim, index, src, reduce, include_self
 
 
 def scatter_add(input: Array, dim: int, index: Array, src: Array) -> Array:
-    """torch.scatter_add: a copy of input with ``out[index[i][j]][j] += src[i][j]`` (dim 0)."""
+    """:torch:`scatter_add`: a copy of input with ``out[index[i][j]][j] += src[i][j]`` (dim 0).
+
+    Shapes and dtypes as :func:`scatter` (integer sums wrap). Deterministic:
+    each position sums its values in index order. Differentiable in input and
+    src. Errors: IndexError, ValueError (shapes, ``dim``), TypeError (dtypes).
+    """
     return _scatter_reduce("scatter_add", False, input, dim, index, src, "sum", True)
 
 
 def scatter_add_(input: Array, dim: int, index: Array, src: Array) -> Array:
-    """Tensor.scatter_add_: in place; returns ``input``."""
+    """:torch:`Tensor.scatter_add_`: :func:`scatter_add` in place; returns ``input``.
+
+    Refuses an ``input`` that overlaps itself, ``index`` or ``src`` (ValueError);
+    on any error input is unchanged.
+    """
     return _scatter_reduce("scatter_add", True, input, dim, index, src, "sum", True)
 
 
 def scatter_reduce(input: Array, dim: int, index: Array, src: Array, reduce: str, *,
                    include_self: bool = True) -> Array:
-    """torch.scatter_reduce with reduce ``'sum' | 'prod' | 'mean' | 'amax' | 'amin'``.
+    """:torch:`scatter_reduce` with reduce ``'sum' | 'prod' | 'mean' | 'amax' | 'amin'``.
 
     Every position of input hit by values v1..vn (in index order) becomes the
     reduction of (input if include_self) and v1..vn; float16/bfloat16
     accumulate in float and round once; integer means floor; amax/amin
-    propagate NaN; positions no index hits keep their value. Results are
-    bit-identical across runs and thread counts.
+    propagate NaN; positions no index hits keep their value. Shapes as
+    :func:`scatter`; complex has no amax/amin and bool no mean (TypeError).
+    Results are bit-identical across runs and thread counts. Differentiable in
+    input and src with torch's rules. Errors: IndexError, ValueError (shapes,
+    ``dim``, an unknown reduce), TypeError (dtypes).
     """
     return _scatter_reduce("scatter_reduce", False, input, dim, index, src, reduce, include_self)
 
 
 def scatter_reduce_(input: Array, dim: int, index: Array, src: Array, reduce: str, *,
                     include_self: bool = True) -> Array:
-    """Tensor.scatter_reduce_: in place; returns ``input``."""
+    """:torch:`Tensor.scatter_reduce_`: :func:`scatter_reduce` in place; returns ``input``.
+
+    Refuses an ``input`` that overlaps itself, ``index`` or ``src`` (ValueError);
+    on any error input is unchanged.
+    """
     return _scatter_reduce("scatter_reduce", True, input, dim, index, src, reduce, include_self)
 
 
@@ -271,12 +317,24 @@ def _index_add(in_place, input, dim, index, source, alpha):
 
 
 def index_add(input: Array, dim: int, index: Array, source: Array, *, alpha: Any = 1) -> Array:
-    """torch.index_add: a copy of input with ``out[..., index[i], ...] += alpha * source[..., i, ...]``."""
+    """:torch:`index_add`: a copy of input with ``out[..., index[i], ...] += alpha * source[..., i, ...]``.
+
+    ``index`` is 1-d (or 0-d, int32/int64) with ``source.size(dim)`` entries;
+    ``source`` matches input in every other dim and has its dtype (any).
+    ``alpha`` must be integral for integer arrays and bool for bool ones.
+    Deterministic (each row sums in index order). Differentiable in input and
+    source. Errors: IndexError, ValueError (shapes, ``dim``), TypeError (dtypes, an
+    ``alpha`` the dtype cannot take).
+    """
     return _index_add(False, input, dim, index, source, alpha)
 
 
 def index_add_(input: Array, dim: int, index: Array, source: Array, *, alpha: Any = 1) -> Array:
-    """Tensor.index_add_: in place; returns ``input``."""
+    """:torch:`Tensor.index_add_`: :func:`index_add` in place; returns ``input``.
+
+    Refuses an ``input`` that overlaps itself, ``index`` or ``source``
+    (ValueError); on any error input is unchanged.
+    """
     return _index_add(True, input, dim, index, source, alpha)
 
 
@@ -295,16 +353,20 @@ def _index_add_weighted(in_place, input, dim, index, source, weights):
 def index_add_weighted(input: Array, dim: int, index: Array, source: Array, weights: Array) -> Array:
     """A copy of input with ``out[..., index[i], ...] += weights[i] * source[..., i, ...]``, in one pass.
 
-    MoE combine: ``index_add_weighted(zeros(tokens, h), 0, token_of_row, expert_out, prob_of_row)``.
-    ``weights`` has one entry per index entry and input's dtype; each product is formed in the
-    accumulation type (float for float16/bfloat16) and not rounded before the sum, so it can differ
-    from ``input.index_add(dim, index, source * weights[:, None])`` by that rounding.
+    torch: ``input.index_add(dim, index, source * weights[:, None])`` (:torch:`index_add`) without
+    the product's temporary. MoE combine:
+    ``index_add_weighted(zeros(tokens, h), 0, token_of_row, expert_out, prob_of_row)``.
+    Shapes as :func:`index_add`; ``weights`` is 1-d with one entry per index entry and input's dtype;
+    each product is formed in the accumulation type (float for float16/bfloat16) and not rounded
+    before the sum, so it can differ from torch's by that rounding. Deterministic. Differentiable in
+    input, source and weights. Errors: IndexError, ValueError (shapes), TypeError (dtypes).
     """
     return _index_add_weighted(False, input, dim, index, source, weights)
 
 
 def index_add_weighted_(input: Array, dim: int, index: Array, source: Array, weights: Array) -> Array:
-    """index_add_weighted in place; returns ``input``."""
+    """:func:`index_add_weighted` in place (torch: ``input.index_add_(dim, index, source * weights[:, None])``);
+    returns ``input``. Refuses an ``input`` that overlaps itself or another argument (ValueError)."""
     return _index_add_weighted(True, input, dim, index, source, weights)
 
 
@@ -324,13 +386,23 @@ def _index_reduce(in_place, input, dim, index, source, reduce, include_self):
 
 def index_reduce(input: Array, dim: int, index: Array, source: Array, reduce: str, *,
                  include_self: bool = True) -> Array:
-    """torch.index_reduce with reduce ``'prod' | 'mean' | 'amax' | 'amin'``."""
+    """:torch:`index_reduce` with reduce ``'prod' | 'mean' | 'amax' | 'amin'``.
+
+    Shapes as :func:`index_add`; ``include_self`` as :func:`scatter_reduce`
+    (integer means floor, amax/amin propagate NaN, complex has no amax/amin
+    and bool no mean). Deterministic. Differentiable in input and source.
+    Errors: IndexError, ValueError (shapes, ``dim``, reduce), TypeError (dtypes).
+    """
     return _index_reduce(False, input, dim, index, source, reduce, include_self)
 
 
 def index_reduce_(input: Array, dim: int, index: Array, source: Array, reduce: str, *,
                   include_self: bool = True) -> Array:
-    """Tensor.index_reduce_: in place; returns ``input``."""
+    """:torch:`Tensor.index_reduce_`: :func:`index_reduce` in place; returns ``input``.
+
+    Refuses an ``input`` that overlaps itself, ``index`` or ``source``
+    (ValueError); on any error input is unchanged.
+    """
     return _index_reduce(True, input, dim, index, source, reduce, include_self)
 
 
@@ -338,13 +410,17 @@ def gather_scatter(x: Array, src_index: Array, dst_index: Array, reduce: str = "
                    edge_weight: Optional[Array] = None, dim_size: Optional[int] = None) -> Array:
     """Fused message passing: ``out[n]`` reduces ``x[src_index[e]] * edge_weight[e]`` over the edges
     ``e`` with ``dst_index[e] == n``, i.e. ``scatter(x[src_index] * edge_weight[:, None], dst_index)``,
-    without forming the E x F messages.
+    without forming the E x F messages (torch: :torch:`Tensor.scatter_reduce_` of
+    ``x[src_index] * edge_weight[:, None]``).
 
-    ``dst_index`` may be a ``scatterx.IndexPlan`` built from it once (no check and no grouping per call).
+    ``x`` is [N, F...] (floating), ``src_index`` and ``dst_index`` 1-d int32/int64 of one length E,
+    ``edge_weight`` 1-d of length E in x's dtype; the result is [dim_size, F...].
+    ``dst_index`` may be a :class:`IndexPlan` built from it once (no check and no grouping per call).
     ``reduce`` is ``'sum' | 'mean' | 'amax' | 'amin'`` (a destination no edge reaches is 0);
     ``dim_size`` defaults to ``max(dst_index) + 1``. Each destination row folds its edges in edge
     order in the accumulation type (float for float16/bfloat16), so results are deterministic.
     CPU only so far. Differentiable in x and edge_weight for every reduce (``scatterx.torch``).
+    Errors: IndexError (an index out of range), ValueError (shapes, a CUDA array, reduce), TypeError.
     """
     op = "gather_scatter"
     if not isinstance(reduce, str):
@@ -364,11 +440,13 @@ def gather_scatter(x: Array, src_index: Array, dst_index: Array, reduce: str = "
 def gather_dot(a: Array, a_index: Array, b: Array, b_index: Array) -> Array:
     """Per-edge dot products of gathered rows: ``out[e] = (a[a_index[e]] * b[b_index[e]]).sum()`` over the
     features (the sizes after dim 0, which a and b share), i.e. the SDDMM of a graph network (attention
-    scores, the gradient of gather_scatter in edge_weight), without forming the two E x F gathers.
+    scores, the gradient of gather_scatter in edge_weight), without forming the two E x F gathers
+    (torch: ``(a[a_index] * b[b_index]).sum(-1)`` with :torch:`index_select`).
 
     ``a`` and ``b`` share a floating dtype; the indices are 1-d int32/int64 of one length E. Each dot is
     summed in the accumulation type (float for float16/bfloat16) in a fixed order: deterministic. CPU only
-    so far. Not differentiable (call it on detached tensors).
+    so far. Not differentiable (call it on detached tensors). The result is 1-d of length E in a's
+    dtype. Errors: IndexError (an index out of range), ValueError (shapes), TypeError (dtypes).
     """
     op = "gather_dot"
     return _C.gather_dot(_raw(a, op, "a"), _raw(a_index, op, "a_index"), _raw(b, op, "b"),

@@ -18,7 +18,8 @@ class IndexPlan:
     """``IndexPlan(index, dim_size=None)``: a 1-d int32/int64 index whose values lie in ``[0, dim_size)``
     (``dim_size`` defaults to ``max(index) + 1``), grouped by value, stably. The plan copies what it needs
     (later changes to ``index`` do not reach it) and keeps ``index`` itself for the backward passes.
-    CPU only so far."""
+    CPU only so far. Errors: IndexError for a value outside ``[0, dim_size)``, ValueError for an index that
+    is not 1-d, TypeError for an index dtype other than int32/int64."""
 
     def __init__(self, index, dim_size: Optional[int] = None):
         from ._ops import _raw

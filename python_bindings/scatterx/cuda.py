@@ -25,12 +25,13 @@ _SCATTER_PATHS = ("auto", "atomic", "sorted")
 
 
 def is_built() -> bool:
-    """Whether this build of scatterx has the CUDA backend."""
+    """Whether this build of scatterx has the CUDA backend (torch's counterpart: :torch:`cuda.is_available`,
+    which also needs a device)."""
     return _C.cuda_is_built()
 
 
 def device_count() -> int:
-    """CUDA devices scatterx sees (0 without the backend, a driver or a GPU)."""
+    """CUDA devices scatterx sees (0 without the backend, a driver or a GPU), as :torch:`cuda.device_count`."""
     return _C.cuda_device_count()
 
 
@@ -38,12 +39,15 @@ def set_deterministic(on: bool) -> None:
     """Scatters without atomics: each destination folds its values in a fixed order.
 
     Float sums and means then repeat bit for bit, run after run (as
-    torch.use_deterministic_algorithms does for torch's ops), at some cost in time.
+    :torch:`use_deterministic_algorithms` does for torch's ops), at some cost in
+    time. Process-wide; off by default. The CPU backend is always deterministic.
     """
     _C.cuda_set_deterministic(bool(on))
 
 
 def deterministic() -> bool:
+    """Whether CUDA scatters run without atomics (:func:`set_deterministic`); as
+    :torch:`are_deterministic_algorithms_enabled` for torch's ops. False by default."""
     return _C.cuda_deterministic()
 
 
@@ -52,11 +56,14 @@ def set_index_checks(on: bool) -> None:
 
     For callers that validate their indices: an out-of-range index is then
     skipped instead of raising IndexError (never a device-side assert).
+    Process-wide; on by default. scatterx-only: torch's CUDA ops always
+    check, with a device-side assert.
     """
     _C.cuda_set_index_checks(bool(on))
 
 
 def index_checks() -> bool:
+    """Whether CUDA ops check their indices first (:func:`set_index_checks`; True by default). scatterx-only."""
     return _C.cuda_index_checks()
 
 
@@ -67,7 +74,8 @@ def set_scatter_path(path: str) -> None:
     destination hot enough that its atomics would serialize (power-law
     degrees, skewed routing), and then sorts by destination. The measure rides
     on the index check, so with checks off ``"auto"`` takes atomics.
-    ``"atomic"`` and ``"sorted"`` force a path.
+    ``"atomic"`` and ``"sorted"`` force a path; anything else raises ValueError.
+    Process-wide. scatterx-only (torch has one path).
     """
     if path not in _SCATTER_PATHS:
         raise ValueError(f"set_scatter_path: expected path to be one of {', '.join(map(repr, _SCATTER_PATHS))}, got {path!r}")
@@ -75,4 +83,6 @@ def set_scatter_path(path: str) -> None:
 
 
 def scatter_path() -> str:
+    """The path set by :func:`set_scatter_path`: ``"auto"`` (the default), ``"atomic"`` or ``"sorted"``.
+    scatterx-only."""
     return _SCATTER_PATHS[_C.cuda_scatter_path()]

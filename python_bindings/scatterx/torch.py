@@ -276,54 +276,61 @@ def _extremum_backward(ctx, grad, x, src_index, dst_index, edge_weight, out):
 
 def gather_scatter(x: torch.Tensor, src_index: torch.Tensor, dst_index: torch.Tensor, reduce: str = "sum", *,
                    edge_weight: torch.Tensor | None = None, dim_size: int | None = None) -> torch.Tensor:
-    """Differentiable scatterx.gather_scatter: gradients for x and edge_weight, every reduce (amax / amin share a
-    destination's gradient evenly among the messages that tie for its result, as torch.scatter_reduce)."""
+    """Differentiable :func:`scatterx.gather_scatter`: gradients for x and edge_weight, every reduce (amax / amin
+    share a destination's gradient evenly among the messages that tie for its result, as
+    :torch:`scatter_reduce`). Shapes, dtypes, determinism and errors as :func:`scatterx.gather_scatter`."""
     weight = None if edge_weight is None else _tensor(edge_weight, x)
     dst = dst_index if isinstance(dst_index, IndexPlan) else _tensor(dst_index, x)
     return _GatherScatter.apply(x, _tensor(src_index, x), dst, reduce, weight, dim_size)
 
 
 def gather(input: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
-    """Differentiable torch.gather on the scatterx kernels."""
+    """Differentiable :torch:`gather` on the scatterx kernels; shapes, dtypes and errors as
+    :func:`scatterx.gather`. The backward is a deterministic scatter_add."""
     return _Gather.apply(input, dim, _tensor(index, input))
 
 
 def index_select(input: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
-    """Differentiable torch.index_select on the scatterx kernels."""
+    """Differentiable :torch:`index_select` on the scatterx kernels; shapes, dtypes and errors as
+    :func:`scatterx.index_select`. The backward is a deterministic index_add."""
     return _IndexSelect.apply(input, dim, _tensor(index, input))
 
 
 def index_add(input: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *, alpha=1,
               in_place: bool = False) -> torch.Tensor:
-    """Differentiable torch.index_add (Tensor.index_add_ with in_place) on the scatterx kernels."""
+    """Differentiable :torch:`index_add` (:torch:`Tensor.index_add_` with ``in_place``) on the scatterx kernels;
+    shapes, dtypes, determinism and errors as :func:`scatterx.index_add`."""
     return _IndexAdd.apply(input, dim, _tensor(index, input), _tensor(source, input), alpha, in_place)
 
 
 def index_add_weighted(input: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor,
                        weights: torch.Tensor, *, in_place: bool = False) -> torch.Tensor:
-    """Differentiable scatterx.index_add_weighted: gradients for input, source and weights (the MoE combine
-    trains the router through weights)."""
+    """Differentiable :func:`scatterx.index_add_weighted` (torch: ``index_add`` of ``source * weights[:, None]``):
+    gradients for input, source and weights (the MoE combine trains the router through weights). Shapes,
+    dtypes, determinism and errors as :func:`scatterx.index_add_weighted`."""
     return _IndexAddWeighted.apply(input, dim, _tensor(index, input), _tensor(source, input),
                                    _tensor(weights, input), in_place)
 
 
 def scatter_add(input: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, *,
                 in_place: bool = False) -> torch.Tensor:
-    """Differentiable torch.scatter_add (Tensor.scatter_add_ with in_place) on the scatterx kernels."""
+    """Differentiable :torch:`scatter_add` (:torch:`Tensor.scatter_add_` with ``in_place``) on the scatterx
+    kernels; shapes, dtypes, determinism and errors as :func:`scatterx.scatter_add`."""
     return scatter_reduce(input, dim, index, src, "sum", in_place=in_place)
 
 
 def scatter_reduce(input: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, *,
                    include_self: bool = True, in_place: bool = False) -> torch.Tensor:
-    """Differentiable torch.scatter_reduce (Tensor.scatter_reduce_ with in_place) on the scatterx kernels
-    (sum, prod, mean, amax, amin)."""
+    """Differentiable :torch:`scatter_reduce` (:torch:`Tensor.scatter_reduce_` with ``in_place``) on the
+    scatterx kernels (sum, prod, mean, amax, amin); shapes, dtypes, determinism and errors as
+    :func:`scatterx.scatter_reduce`."""
     return _Reduce.apply(input, dim, _tensor(index, input), _tensor(src, input), reduce, include_self, False,
                          in_place)
 
 
 def index_reduce(input: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, reduce: str, *,
                  include_self: bool = True, in_place: bool = False) -> torch.Tensor:
-    """Differentiable torch.index_reduce (Tensor.index_reduce_ with in_place) on the scatterx kernels (prod,
-    mean, amax, amin)."""
+    """Differentiable :torch:`index_reduce` (:torch:`Tensor.index_reduce_` with ``in_place``) on the scatterx
+    kernels (prod, mean, amax, amin); shapes, dtypes, determinism and errors as :func:`scatterx.index_reduce`."""
     return _Reduce.apply(input, dim, _tensor(index, input), _tensor(source, input), reduce, include_self, True,
                          in_place)

@@ -222,12 +222,15 @@ void register_dist_errors(nb::module_& d) {
                                            PyExc_RuntimeError, nullptr);
   g_mismatch_error = PyErr_NewExceptionWithDoc(
       "scatterx._C.dist.MismatchError",
-      "Ranks disagree about a collective's arguments (split sizes, dtypes, shapes); raised on every rank.",
+      "Ranks disagree about a collective's arguments (split sizes, dtypes, shapes); raised on every rank, "
+      "naming the ranks and both values (torch.distributed checks this only with "
+      "TORCH_DISTRIBUTED_DEBUG=DETAIL).",
       g_dist_error, nullptr);
   nb::object timeout_bases = nb::make_tuple(nb::handle(g_dist_error), nb::handle(PyExc_TimeoutError));
   g_timeout_error = PyErr_NewExceptionWithDoc(
       "scatterx._C.dist.DistTimeoutError",
-      "A collective did not finish within the communicator's timeout; the communicator is unusable afterwards.",
+      "A collective did not finish within the communicator's timeout; the communicator is unusable afterwards. "
+      "Also a builtin TimeoutError (torch.distributed raises a DistBackendError or RuntimeError there).",
       timeout_bases.ptr(), nullptr);
   if (g_dist_error == nullptr || g_mismatch_error == nullptr || g_timeout_error == nullptr) throw nb::python_error();
   d.attr("DistError") = nb::handle(g_dist_error);

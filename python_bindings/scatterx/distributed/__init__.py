@@ -38,6 +38,11 @@ launched with ``mpirun -n 4 python script.py`` (as root add
   complex dtypes; the operations taking it run synchronously).
 - Distributed GNN message passing: :func:`build_halo` and :class:`HaloExchange` fetch the neighbour rows
   a rank's edges need from the ranks owning them (differentiable; see ``halo.py``).
+- Determinism: a reduction folds the ranks' values in an order fixed by
+  the algorithm (chosen from the message size, the hosts and the settings)
+  and the ranks, never by arrival timing, and every rank gets the same
+  bits; the same call on the same group repeats bit for bit. The order may
+  differ from torch's backends' (float sums may differ in the last bits).
 - Errors: :class:`ValueError` (a local argument, e.g. a list of the wrong
   length), :class:`TypeError` (a dtype), :class:`MismatchError` (ranks
   disagree about split sizes, dtypes or shapes; raised on every rank),

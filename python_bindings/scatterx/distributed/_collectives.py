@@ -170,7 +170,7 @@ class _Call:
 
 
 def barrier(group: GroupLike = None, async_op: bool = False, device_ids: Any = None) -> Optional[Work]:
-    """Returns once every rank of ``group`` has entered it."""
+    """:torch_dist:`barrier`: returns once every rank of ``group`` has entered it."""
     del device_ids
     call = _Call("barrier", group)
     if call.comm is None:
@@ -180,7 +180,7 @@ def barrier(group: GroupLike = None, async_op: bool = False, device_ids: Any = N
 
 def all_reduce(tensor: Array, op: Any = ReduceOp.SUM, group: GroupLike = None,
                async_op: bool = False) -> Optional[Work]:
-    """``tensor`` = op over the ranks of their ``tensor`` (in place)."""
+    """:torch_dist:`all_reduce`: ``tensor`` = op over the ranks of their ``tensor`` (in place)."""
     call = _Call("all_reduce", group)
     if call.comm is None:
         return None
@@ -195,7 +195,8 @@ def all_reduce(tensor: Array, op: Any = ReduceOp.SUM, group: GroupLike = None,
 
 def broadcast(tensor: Array, src: Optional[int] = None, group: GroupLike = None, async_op: bool = False,
               group_src: Optional[int] = None) -> Optional[Work]:
-    """``tensor`` = the tensor of global rank ``src`` (or of ``group_src``, a rank in ``group``)."""
+    """:torch_dist:`broadcast`: ``tensor`` = the tensor of global rank ``src`` (or of ``group_src``, a rank in
+    ``group``)."""
     call = _Call("broadcast", group)
     if call.comm is None:
         return None
@@ -213,7 +214,8 @@ def broadcast(tensor: Array, src: Optional[int] = None, group: GroupLike = None,
 
 def all_gather(tensor_list: List[Array], tensor: Array, group: GroupLike = None,
                async_op: bool = False) -> Optional[Work]:
-    """``tensor_list[i]`` = rank i's ``tensor``; one array per rank of ``group``, each of tensor's shape."""
+    """:torch_dist:`all_gather`: ``tensor_list[i]`` = rank i's ``tensor``; one array per rank of ``group``, each of
+    tensor's shape."""
     call = _Call("all_gather", group)
     if call.comm is None:
         return None
@@ -222,8 +224,8 @@ def all_gather(tensor_list: List[Array], tensor: Array, group: GroupLike = None,
 
 def all_gather_into_tensor(output_tensor: Array, input_tensor: Array, group: GroupLike = None,
                            async_op: bool = False) -> Optional[Work]:
-    """``output_tensor`` = the ranks' ``input_tensor`` concatenated along dim 0 (``[ws * n, ...]``)
-    or stacked (``[ws, n, ...]``)."""
+    """:torch_dist:`all_gather_into_tensor`: ``output_tensor`` = the ranks' ``input_tensor`` concatenated along dim
+    0 (``[ws * n, ...]``) or stacked (``[ws, n, ...]``)."""
     call = _Call("all_gather_into_tensor", group)
     if call.comm is None:
         return None
@@ -233,7 +235,8 @@ def all_gather_into_tensor(output_tensor: Array, input_tensor: Array, group: Gro
 
 def reduce_scatter(output: Array, input_list: List[Array], op: Any = ReduceOp.SUM, group: GroupLike = None,
                    async_op: bool = False) -> Optional[Work]:
-    """``output`` = op over ranks r of rank r's ``input_list[rank]``; one input per rank, each of output's shape."""
+    """:torch_dist:`reduce_scatter`: ``output`` = op over ranks r of rank r's ``input_list[rank]``; one input per
+    rank, each of output's shape."""
     call = _Call("reduce_scatter", group)
     if call.comm is None:
         return None
@@ -248,7 +251,8 @@ def reduce_scatter(output: Array, input_list: List[Array], op: Any = ReduceOp.SU
 
 def reduce_scatter_tensor(output: Array, input: Array, op: Any = ReduceOp.SUM, group: GroupLike = None,
                           async_op: bool = False) -> Optional[Work]:
-    """``output`` = op over ranks of their block ``rank`` of ``input`` (``[ws * n, ...]`` or ``[ws, n, ...]``)."""
+    """:torch_dist:`reduce_scatter_tensor`: ``output`` = op over ranks of their block ``rank`` of ``input``
+    (``[ws * n, ...]`` or ``[ws, n, ...]``)."""
     call = _Call("reduce_scatter_tensor", group)
     if call.comm is None:
         return None
@@ -263,7 +267,8 @@ def reduce_scatter_tensor(output: Array, input: Array, op: Any = ReduceOp.SUM, g
 
 def all_to_all(output_tensor_list: List[Array], input_tensor_list: List[Array], group: GroupLike = None,
                async_op: bool = False) -> Optional[Work]:
-    """``output_tensor_list[i]`` = rank i's ``input_tensor_list[rank]``; one array per rank in each list."""
+    """:torch_dist:`all_to_all`: ``output_tensor_list[i]`` = rank i's ``input_tensor_list[rank]``; one array per
+    rank in each list."""
     call = _Call("all_to_all", group)
     if call.comm is None:
         return None
@@ -274,9 +279,9 @@ def all_to_all(output_tensor_list: List[Array], input_tensor_list: List[Array], 
 def all_to_all_single(output: Array, input: Array, output_split_sizes: Optional[List[int]] = None,
                       input_split_sizes: Optional[List[int]] = None, group: GroupLike = None,
                       async_op: bool = False) -> Optional[Work]:
-    """Rows (dim 0) of ``input`` go to the ranks in order, ``input_split_sizes[i]`` to rank i; ``output``
-    receives ``output_split_sizes[i]`` rows from rank i. None means equal splits (dim 0 divisible by the
-    group size). Splits that disagree across ranks raise :class:`MismatchError` on every rank."""
+    """:torch_dist:`all_to_all_single`: rows (dim 0) of ``input`` go to the ranks in order, ``input_split_sizes[i]``
+    to rank i; ``output`` receives ``output_split_sizes[i]`` rows from rank i. None means equal splits (dim 0
+    divisible by the group size). Splits that disagree across ranks raise :class:`MismatchError` on every rank."""
     call = _Call("all_to_all_single", group)
     if call.comm is None:
         return None

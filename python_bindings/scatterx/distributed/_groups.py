@@ -81,9 +81,10 @@ class _PremulSum:
 
 
 def _make_nccl_premul_sum(factor: Any) -> _PremulSum:
-    """ReduceOp.PREMUL_SUM carrying ``factor`` (a real number, or a one-element tensor or array): the
-    reductions that take it (all_reduce, reduce, reduce_scatter, reduce_scatter_tensor) multiply this
-    rank's input by ``factor``, then sum over the ranks. Each rank passes its own factor, as with NCCL."""
+    """:torch_dist:`_make_nccl_premul_sum`: reduceOp.PREMUL_SUM carrying ``factor`` (a real number, or a one-element
+    tensor or array): the reductions that take it (all_reduce, reduce, reduce_scatter, reduce_scatter_tensor)
+    multiply this rank's input by ``factor``, then sum over the ranks. Each rank passes its own factor, as with
+    NCCL."""
     try:
         if isinstance(factor, complex) or getattr(getattr(factor, "dtype", None), "kind", "") == "c":
             raise TypeError
@@ -141,22 +142,23 @@ class Backend:
 
 
 def is_available() -> bool:
-    """True: this scatterx was built with its distributed layer (else importing this module failed)."""
+    """:torch_dist:`is_available`: True: this scatterx was built with its distributed layer (else importing this
+    module failed)."""
     return True
 
 
 def is_mpi_available() -> bool:
-    """True (the only backend)."""
+    """:torch_dist:`is_mpi_available`: True (the only backend)."""
     return True
 
 
 def is_nccl_available() -> bool:
-    """False: scatterx.distributed runs over MPI only."""
+    """:torch_dist:`is_nccl_available`: False: scatterx.distributed runs over MPI only."""
     return False
 
 
 def is_gloo_available() -> bool:
-    """False: scatterx.distributed runs over MPI only."""
+    """:torch_dist:`is_gloo_available`: False: scatterx.distributed runs over MPI only."""
     return False
 
 
@@ -283,7 +285,7 @@ def _check_backend(backend: Optional[str], name: str) -> None:
 
 
 def is_initialized() -> bool:
-    """True between :func:`init_process_group` and :func:`destroy_process_group`."""
+    """:torch_dist:`is_initialized`: True between :func:`init_process_group` and :func:`destroy_process_group`."""
     return _state.world is not None
 
 
@@ -334,8 +336,8 @@ def init_process_group(
 
 
 def destroy_process_group(group: Optional[ProcessGroup] = None) -> None:
-    """Frees ``group``'s communicator; with None, every group and the default group (then
-    :func:`is_initialized` is False again and :func:`init_process_group` may be called anew)."""
+    """:torch_dist:`destroy_process_group`: frees ``group``'s communicator; with None, every group and the default
+    group (then :func:`is_initialized` is False again and :func:`init_process_group` may be called anew)."""
     if group is None or group is _state.world:
         for pg in [_state.world, *_state.groups, *(entry[2] for entry in _state.foreign.values())]:
             if pg is not None:
@@ -400,7 +402,7 @@ def new_group(
     group_desc: Optional[str] = None,
     device_id: Any = None,
 ) -> Union[ProcessGroup, int]:
-    """A group of the global ``ranks`` (None: all), collective over the default group:
+    """:torch_dist:`new_group`: a group of the global ``ranks`` (None: all), collective over the default group:
     every rank calls it, members or not, with the same ranks.
 
     Group ranks follow the sorted global ranks. On a rank outside ``ranks``
@@ -439,26 +441,27 @@ def new_group(
 
 
 def get_rank(group: GroupLike = None) -> int:
-    """This process's rank in ``group`` (default: the world); -1 if it is not a member."""
+    """:torch_dist:`get_rank`: this process's rank in ``group`` (default: the world); -1 if it is not a member."""
     pg = _resolve(group, "get_rank")
     return -1 if pg is None else pg.rank()
 
 
 def get_world_size(group: GroupLike = None) -> int:
-    """The number of ranks in ``group`` (default: the world); -1 if this process is not a member."""
+    """:torch_dist:`get_world_size`: the number of ranks in ``group`` (default: the world); -1 if this process is
+    not a member."""
     pg = _resolve(group, "get_world_size")
     return -1 if pg is None else pg.size()
 
 
 def get_backend(group: GroupLike = None) -> str:
-    """``"mpi"``."""
+    """:torch_dist:`get_backend`: ``"mpi"``."""
     if _resolve(group, "get_backend") is None:
         raise ValueError("Invalid process group specified")
     return Backend.MPI
 
 
 def get_process_group_ranks(group: GroupLike) -> List[int]:
-    """The global ranks of ``group``'s members, in group-rank order."""
+    """:torch_dist:`get_process_group_ranks`: the global ranks of ``group``'s members, in group-rank order."""
     pg = _resolve(group, "get_process_group_ranks")
     if pg is None:
         raise ValueError("Invalid process group specified")
@@ -466,7 +469,8 @@ def get_process_group_ranks(group: GroupLike) -> List[int]:
 
 
 def get_group_rank(group: GroupLike, global_rank: int) -> int:
-    """The rank in ``group`` of global rank ``global_rank``; ValueError if it is not a member."""
+    """:torch_dist:`get_group_rank`: the rank in ``group`` of global rank ``global_rank``; ValueError if it is not a
+    member."""
     pg = _resolve(group, "get_group_rank")
     if pg is None or global_rank not in pg._group_rank:
         raise ValueError(f"Global rank {global_rank} is not part of group {group}")
@@ -474,7 +478,7 @@ def get_group_rank(group: GroupLike, global_rank: int) -> int:
 
 
 def get_global_rank(group: GroupLike, group_rank: int) -> int:
-    """The global rank of ``group``'s rank ``group_rank``."""
+    """:torch_dist:`get_global_rank`: the global rank of ``group``'s rank ``group_rank``."""
     pg = _resolve(group, "get_global_rank")
     if pg is None or not 0 <= group_rank < pg.size():
         raise ValueError(f"Group rank {group_rank} is not part of group {group}")

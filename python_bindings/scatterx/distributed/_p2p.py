@@ -40,8 +40,9 @@ def _not_self(call: _Call, group_rank: int, kind: str) -> None:
 
 def isend(tensor: Array, dst: Optional[int] = None, group: GroupLike = None, tag: int = 0,
           group_dst: Optional[int] = None) -> Optional[Work]:
-    """Posts the send of ``tensor`` to global rank ``dst`` (or ``group_dst``) and returns its :class:`Work`;
-    ``tensor`` must not be written until ``wait()`` returned. Sending to this rank is allowed (as torch)."""
+    """:torch_dist:`isend`: posts the send of ``tensor`` to global rank ``dst`` (or ``group_dst``) and returns its
+    :class:`Work`; ``tensor`` must not be written until ``wait()`` returned. Sending to this rank is allowed (as
+    torch)."""
     call = _Call("isend", group)
     if call.comm is None:
         return None
@@ -51,8 +52,8 @@ def isend(tensor: Array, dst: Optional[int] = None, group: GroupLike = None, tag
 
 def irecv(tensor: Array, src: Optional[int] = None, group: GroupLike = None, tag: int = 0,
           group_src: Optional[int] = None) -> Optional[Work]:
-    """Posts the receive into ``tensor`` from global rank ``src`` (or ``group_src``; neither: any rank) and
-    returns its :class:`Work`; ``tensor`` holds the message once ``wait()`` returned."""
+    """:torch_dist:`irecv`: posts the receive into ``tensor`` from global rank ``src`` (or ``group_src``; neither:
+    any rank) and returns its :class:`Work`; ``tensor`` holds the message once ``wait()`` returned."""
     call = _Call("irecv", group)
     if call.comm is None:
         return None
@@ -62,7 +63,8 @@ def irecv(tensor: Array, src: Optional[int] = None, group: GroupLike = None, tag
 
 def send(tensor: Array, dst: Optional[int] = None, group: GroupLike = None, tag: int = 0,
          group_dst: Optional[int] = None) -> None:
-    """Sends ``tensor`` to global rank ``dst`` (or ``group_dst``; not this rank) and returns once it left."""
+    """:torch_dist:`send`: sends ``tensor`` to global rank ``dst`` (or ``group_dst``; not this rank) and returns
+    once it left."""
     call = _Call("send", group)
     if call.comm is None:
         return None
@@ -74,8 +76,8 @@ def send(tensor: Array, dst: Optional[int] = None, group: GroupLike = None, tag:
 
 def recv(tensor: Array, src: Optional[int] = None, group: GroupLike = None, tag: int = 0,
          group_src: Optional[int] = None) -> int:
-    """Receives into ``tensor`` from global rank ``src`` (or ``group_src``; neither: any rank) and returns
-    the sender's global rank (-1 on a rank outside ``group``)."""
+    """:torch_dist:`recv`: receives into ``tensor`` from global rank ``src`` (or ``group_src``; neither: any rank)
+    and returns the sender's global rank (-1 on a rank outside ``group``)."""
     call = _Call("recv", group)
     if call.comm is None:
         return -1
@@ -116,9 +118,9 @@ class P2POp:
 
 
 def batch_isend_irecv(p2p_op_list: List[P2POp]) -> List[Work]:
-    """Posts every op of the list, in order, and returns their :class:`Work` (same order). The ops are
-    checked before the first is posted, so one bad op posts none; sends and receives may come in any order
-    in the list (nothing waits until ``wait()``)."""
+    """:torch_dist:`batch_isend_irecv`: posts every op of the list, in order, and returns their :class:`Work` (same
+    order). The ops are checked before the first is posted, so one bad op posts none; sends and receives may come in
+    any order in the list (nothing waits until ``wait()``)."""
     if (not isinstance(p2p_op_list, list) or not p2p_op_list
             or not all(isinstance(p, P2POp) for p in p2p_op_list)):
         raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type "

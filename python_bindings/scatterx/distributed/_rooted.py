@@ -41,8 +41,9 @@ def _list_or_empty(xs: Any) -> Any:
 
 def gather(tensor: Array, gather_list: Optional[List[Array]] = None, dst: Optional[int] = None,
            group: GroupLike = None, async_op: bool = False, group_dst: Optional[int] = None) -> Optional[Work]:
-    """On the root (global rank ``dst``, or ``group_dst``; default global rank 0): ``gather_list[i]`` = rank
-    i's ``tensor`` (one array per rank, each of tensor's element count and dtype); the others pass no list."""
+    """:torch_dist:`gather`: on the root (global rank ``dst``, or ``group_dst``; default global rank 0):
+    ``gather_list[i]`` = rank i's ``tensor`` (one array per rank, each of tensor's element count and dtype); the
+    others pass no list."""
     call = _Call("gather", group)
     if call.comm is None:
         return None
@@ -54,8 +55,8 @@ def gather(tensor: Array, gather_list: Optional[List[Array]] = None, dst: Option
 
 def scatter(tensor: Array, scatter_list: Optional[List[Array]] = None, src: Optional[int] = None,
             group: GroupLike = None, async_op: bool = False, group_src: Optional[int] = None) -> Optional[Work]:
-    """Every rank's ``tensor`` = the root's ``scatter_list[rank]`` (the root: global rank ``src``, or
-    ``group_src``; default global rank 0); the others pass no list."""
+    """:torch_dist:`scatter`: every rank's ``tensor`` = the root's ``scatter_list[rank]`` (the root: global rank
+    ``src``, or ``group_src``; default global rank 0); the others pass no list."""
     call = _Call("scatter", group)
     if call.comm is None:
         return None
@@ -67,8 +68,8 @@ def scatter(tensor: Array, scatter_list: Optional[List[Array]] = None, src: Opti
 
 def reduce(tensor: Array, dst: Optional[int] = None, op: Any = ReduceOp.SUM, group: GroupLike = None,
            async_op: bool = False, group_dst: Optional[int] = None) -> Optional[Work]:
-    """On the root (global rank ``dst``, or ``group_dst``; default global rank 0): ``tensor`` = op over the
-    ranks of their ``tensor``; the other ranks' tensors are left as they were."""
+    """:torch_dist:`reduce`: on the root (global rank ``dst``, or ``group_dst``; default global rank 0): ``tensor``
+    = op over the ranks of their ``tensor``; the other ranks' tensors are left as they were."""
     call = _Call("reduce", group)
     if call.comm is None:
         return None
@@ -90,7 +91,8 @@ def _pickled(obj: Any) -> np.ndarray:
 
 
 def all_gather_object(object_list: List[Any], obj: Any, group: GroupLike = None) -> None:
-    """``object_list[i]`` = rank i's ``obj`` (picklable; object_list has one slot per rank)."""
+    """:torch_dist:`all_gather_object`: ``object_list[i]`` = rank i's ``obj`` (picklable; object_list has one slot
+    per rank)."""
     pg = _resolve(group, "all_gather_object")
     if pg is None:
         return
@@ -112,7 +114,8 @@ def all_gather_object(object_list: List[Any], obj: Any, group: GroupLike = None)
 
 def gather_object(obj: Any, object_gather_list: Optional[List[Any]] = None, dst: Optional[int] = None,
                   group: GroupLike = None, group_dst: Optional[int] = None) -> None:
-    """On the root: ``object_gather_list[i]`` = rank i's ``obj``; the other ranks pass None."""
+    """:torch_dist:`gather_object`: on the root: ``object_gather_list[i]`` = rank i's ``obj``; the other ranks pass
+    None."""
     call = _Call("gather_object", group)
     if call.comm is None:
         return
@@ -128,8 +131,8 @@ def gather_object(obj: Any, object_gather_list: Optional[List[Any]] = None, dst:
 
 def broadcast_object_list(object_list: List[Any], src: Optional[int] = None, group: GroupLike = None,
                           device: Any = None, group_src: Optional[int] = None) -> None:
-    """Every rank's ``object_list`` (of one length everywhere) = the source rank's, element by element
-    (source: global rank ``src``, or ``group_src``; default global rank 0)."""
+    """:torch_dist:`broadcast_object_list`: every rank's ``object_list`` (of one length everywhere) = the source
+    rank's, element by element (source: global rank ``src``, or ``group_src``; default global rank 0)."""
     del device
     call = _Call("broadcast_object_list", group)
     if call.comm is None:

@@ -239,7 +239,9 @@ class ShardedEmbeddingBagCollection(torch.nn.Module):
     """Several embedding bags, ``tables`` a sequence of (num_embeddings, embedding_dim). ``sharding="table"``
     (the default) puts table i whole on group rank ``i % W``; ``sharding="row"`` shards every table row-wise.
     ``forward(inputs, offsets=None, per_sample_weights=None)`` takes one input (and offsets, weights) per table
-    and returns the list of pooled [B, D_i] outputs; each table is one sharded lookup, in table order."""
+    and returns the list of pooled [B, D_i] outputs; each table is one sharded lookup, in table order. The
+    counterpart of torchrec.EmbeddingBagCollection (a list of tensors in place of its KeyedJaggedTensor);
+    each table behaves as :class:`ShardedEmbeddingBag`: dtypes, determinism and errors as there."""
 
     def __init__(self, tables: Sequence[Tuple[int, int]], *, sharding: str = "table", mode: str = "mean",
                  group: GroupLike = None, dtype: Optional[torch.dtype] = None, sparse: bool = False,
@@ -265,6 +267,9 @@ class ShardedEmbeddingBagCollection(torch.nn.Module):
 
     def forward(self, inputs: Sequence[torch.Tensor], offsets: Optional[Sequence[Optional[torch.Tensor]]] = None,
                 per_sample_weights: Optional[Sequence[Optional[torch.Tensor]]] = None) -> List[torch.Tensor]:
+        """The pooled [B, D_i] rows of each table, in table order: ``inputs[i]`` (with ``offsets[i]`` and
+        ``per_sample_weights[i]``, each list None or one entry per table) goes to table i's
+        :meth:`ShardedEmbeddingBag.forward`. ValueError when ``inputs`` does not hold one tensor per table."""
         if len(inputs) != len(self.bags):
             raise ValueError(f"ShardedEmbeddingBagCollection: expected {len(self.bags)} inputs, got {len(inputs)}")
         offsets = [None] * len(inputs) if offsets is None else offsets
@@ -272,9 +277,11 @@ class ShardedEmbeddingBagCollection(torch.nn.Module):
         return [bag(x, o, w) for bag, x, o, w in zip(self.bags, inputs, offsets, psw)]
 
     def sgd_step(self, lr: float) -> None:
+        """:meth:`ShardedEmbeddingBag.sgd_step` on every table."""
         for bag in self.bags:
             bag.sgd_step(lr)
 
     def adagrad_step(self, lr: float, eps: float = 1e-10) -> None:
+        """:meth:`ShardedEmbeddingBag.adagrad_step` on every table."""
         for bag in self.bags:
             bag.adagrad_step(lr, eps)

@@ -27,7 +27,7 @@ Contract
   same dtype and trailing shape. One variable-split all-to-all per call: the rows each rank asked for,
   gathered by scatterx's index_select. Returns a new tensor; x_local is left alone.
 - Backward: the halo rows' gradients go back to their owners by the reverse all-to-all and are added into
-  the owned rows' own gradient with scatterx's index_add_ (in arrival order: by rank, then request order),
+  the owned rows' own gradient with scatterx's ``index_add_`` (in arrival order: by rank, then request order),
   so the gradient is deterministic. As with every differentiable collective, every rank of the group must
   run the backward pass.
 - Memory: build_halo keeps a few [N] index tensors while it works (node_owner itself is [N] on every

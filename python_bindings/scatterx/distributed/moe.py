@@ -119,6 +119,11 @@ def dispatch(x: torch.Tensor, topk_idx: torch.Tensor, topk_weights: torch.Tensor
 
     x [T, H] (float16, bfloat16, float32, float64; T may be 0), topk_idx [T, k] int32/int64 expert ids
     (distinct within a row), topk_weights [T, k] floating (cast to x's dtype). CPU torch tensors.
+
+    In plain torch (Megatron-style): sort the (token, expert) pairs by expert, ``x.index_select`` them and
+    :torch_dist:`all_to_all_single` the rows to the experts' ranks; here a token crosses to a rank once however
+    many of its experts live there. Deterministic. Collective over ``group``; errors as the module says
+    (ValueError / TypeError for this rank's arguments, MismatchError naming the rank that failed).
     """
     op = "moe.dispatch"
     pg = _resolve(group, op)
@@ -139,7 +144,12 @@ def dispatch(x: torch.Tensor, topk_idx: torch.Tensor, topk_weights: torch.Tensor
 def combine(expert_out: torch.Tensor, handle: MoEHandle) -> torch.Tensor:
     """``y`` [T, H]: ``y[t] = sum over t's kept (expert, weight) pairs of weight * expert_out`` row of (t, expert);
     expert_out is recv_x's shape (the experts' outputs row for row; padding rows are ignored). Differentiable
-    in expert_out and, through the handle, in dispatch's x and topk_weights. Every rank of the group calls it."""
+    in expert_out and, through the handle, in dispatch's x and topk_weights. Every rank of the group calls it.
+
+    In plain torch: :torch_dist:`all_to_all_single` the rows back, then ``y.index_add_(0, token, weight *
+    row)``; here each rank first sums its experts' weighted outputs per token, so one row per (token, rank)
+    crosses. Deterministic (fixed folding order). Errors: ValueError (expert_out's shape) or TypeError (its
+    dtype)."""
     if not isinstance(expert_out, torch.Tensor):
         raise ValueError(f"moe.combine: expected expert_out of recv_x's shape [{handle.native.rows}, "
                          f"{handle.native.hidden}], got {type(expert_out).__name__}")

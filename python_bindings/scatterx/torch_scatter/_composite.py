@@ -107,9 +107,13 @@ def _unplanned(index, dim_size: Optional[int]):
 
 def scatter_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1,
                     dim_size: Optional[int] = None) -> torch.Tensor:
-    """Softmax over the values that share a position: exp(src - max) / sum(exp(src - max)). index may be a
-    scatterx.IndexPlan (rows along dim 0). A 1-d index (or a plan) over the rows of a CPU src takes one fused
-    kernel; anything else the composite."""
+    """:torch_scatter:`torch_scatter.scatter_softmax <composite>`: softmax over the values that share a position,
+    ``exp(src - max) / sum(exp(src - max))``; the result has src's shape.
+
+    index broadcasts as in :func:`scatter_sum`; it may be a :class:`scatterx.IndexPlan` (rows along dim 0).
+    A 1-d index (or a plan) over the rows of a CPU src takes one fused kernel, anything else the composite;
+    both are deterministic (fixed folding order). Floating dtypes only (else ValueError); index int32/int64.
+    Differentiable in src. Errors: ValueError (dtype, shapes), IndexError (an index out of range)."""
     src = tensor(src)
     index = index if isinstance(index, IndexPlan) else tensor(index)
     _floating("scatter_softmax", src)
@@ -127,8 +131,11 @@ def scatter_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1,
 
 def scatter_log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1, eps: float = 1e-12,
                         dim_size: Optional[int] = None) -> torch.Tensor:
-    """Log-softmax over the values that share a position: (src - max) - log(sum(exp(src - max)) + eps).
-    index may be a scatterx.IndexPlan; the fused kernel as for scatter_softmax."""
+    """:torch_scatter:`torch_scatter.scatter_log_softmax <composite>`: log-softmax over the values that share a
+    position, ``(src - max) - log(sum(exp(src - max)) + eps)``; the result has src's shape.
+
+    index may be a :class:`scatterx.IndexPlan`; the fused kernel, dtypes, determinism, gradient and errors
+    as :func:`scatter_softmax`."""
     src = tensor(src)
     index = index if isinstance(index, IndexPlan) else tensor(index)
     _floating("scatter_log_softmax", src)
@@ -144,8 +151,13 @@ def scatter_log_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1, e
 
 def scatter_logsumexp(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                       dim_size: Optional[int] = None, eps: float = 1e-12) -> torch.Tensor:
-    """log(sum(exp(src)) + eps) per position, computed around the maximum. Without out an empty position is 0;
-    with out, out's value takes part (as one more exp term) and non-finite results keep out's value."""
+    """:torch_scatter:`torch_scatter.scatter_logsumexp <composite>`: ``log(sum(exp(src)) + eps)`` per
+    position, computed around the maximum.
+
+    Shapes as :func:`scatter_sum` (``dim_size`` or out's size along dim). Without out an empty position is 0;
+    with out, out's value takes part (as one more exp term) and non-finite results keep out's value.
+    Floating dtypes only (else ValueError). Deterministic. Differentiable in src. Errors: ValueError
+    (dtype, shapes), IndexError (an index out of range)."""
     src, index = tensor(src), tensor(index)
     _floating("scatter_logsumexp", src)
     index = broadcast(index, src, dim)
@@ -178,8 +190,11 @@ def scatter_logsumexp(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out
 
 def scatter_std(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                 dim_size: Optional[int] = None, unbiased: bool = True) -> torch.Tensor:
-    """Standard deviation of the values that share a position: sqrt(sum((src - mean)^2) / (count - unbiased)),
-    the counts clamped to at least 1; with out, the squared deviations are added to out's values."""
+    """:torch_scatter:`torch_scatter.scatter_std <composite>`: standard deviation of the values that share a position,
+    ``sqrt(sum((src - mean)^2) / (count - unbiased))``, the counts clamped to at least 1.
+
+    Shapes as :func:`scatter_sum`; with out, the squared deviations are added to out's values. Meant for
+    floating dtypes. Deterministic. Differentiable in src. Errors as :func:`scatter_sum`."""
     src, index = tensor(src), tensor(index)
     if out is not None:
         dim_size = out.size(dim)

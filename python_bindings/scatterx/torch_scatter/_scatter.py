@@ -14,9 +14,15 @@ from ._common import (_TORCH, arg_reduce, broadcast, merge_arg_out, output_size,
 
 def scatter_sum(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                 dim_size: Optional[int] = None) -> torch.Tensor:
-    """Sums src into out at index along dim; a new zero-filled out (dim_size, or index.max() + 1) when none is given.
+    """:torch_scatter:`scatter` with ``reduce="sum"``: sums src into out at index along dim.
 
-    Differentiable in src, and in out when given (the write into out is recorded, as Tensor.scatter_add_).
+    index broadcasts as torch_scatter's (a 1-d index lines up with ``dim`` of src, then expands); without
+    ``out`` the result is a new zero-filled tensor, src's shape with ``dim`` of size ``dim_size`` (default
+    ``index.max() + 1``), and with ``out`` the sums are added to out. dtypes: any torch dtype (integer sums
+    wrap; 16-bit floats accumulate in float and round once); index int32 or int64.
+    Deterministic on CPU and CUDA (each position sums in index order). Differentiable in src, and in out when
+    given (the write is recorded, as ``Tensor.scatter_add_``). Errors: IndexError (an index out of range),
+    ValueError (shapes), TypeError (dtypes).
     """
     src, index = tensor(src), tensor(index)
     index = broadcast(index, src, dim)
@@ -33,15 +39,17 @@ def scatter_sum(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opti
 
 def scatter_add(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                 dim_size: Optional[int] = None) -> torch.Tensor:
-    """scatter_sum under its other name."""
+    """:torch_scatter:`scatter` with ``reduce="add"``: :func:`scatter_sum` under its other name."""
     return scatter_sum(src, index, dim, out, dim_size)
 
 
 def scatter_mul(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                 dim_size: Optional[int] = None) -> torch.Tensor:
-    """Multiplies src into out (ones when none is given: an empty position is 1).
+    """:torch_scatter:`scatter` with ``reduce="mul"``: multiplies src into out at index along dim.
 
-    Differentiable in src and out (torch's prod rule, zeros included).
+    Shapes as :func:`scatter_sum`; without out the start is ones (an empty position is 1). Any dtype with a
+    product (16-bit floats accumulate in float). Deterministic (index order). Differentiable in src and out
+    (torch's prod rule, zeros included). Errors as :func:`scatter_sum`.
     """
     src, index = tensor(src), tensor(index)
     index = broadcast(index, src, dim)
@@ -53,8 +61,12 @@ def scatter_mul(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opti
 
 def scatter_mean(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                  dim_size: Optional[int] = None) -> torch.Tensor:
-    """scatter_sum divided by the number of values each position got, clamped to at least 1 (so a given out's
-    own value counts for nothing and an empty position keeps it); integers divide with floor."""
+    """:torch_scatter:`scatter` with ``reduce="mean"``: :func:`scatter_sum` divided by the number of values each
+    position got, clamped to at least 1 (so a given out's own value counts for nothing and an empty position
+    keeps it, 0 without out); integers divide with floor (torch_scatter truncates).
+
+    Shapes, dtypes (not bool), determinism, gradients and errors as :func:`scatter_sum`.
+    """
     src, index = tensor(src), tensor(index)
     if out is None and not wants_grad(src) and src.dtype in (torch.float32, torch.float64):
         # One pass, no [E, F] of ones to count with (the same sum over the same count, bit for bit; 16-bit
@@ -129,15 +141,20 @@ def extremum_values(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: 
 
 def scatter_min(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                 dim_size: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
-    """(values, arg): the minimum sent to each position and the position along dim of src it came from (the
-    first in index order). An empty position gets 0 and arg src.size(dim); with out, out's value competes.
-    Without out, differentiable in src: the gradient goes to src at arg (torch_scatter's rule)."""
+    """:torch_scatter:`torch_scatter.scatter_min <scatter>`: ``(values, arg)``, the minimum sent to each position
+    and the position along dim of src it came from (the first in index order; arg is int64).
+
+    Shapes as :func:`scatter_sum`. An empty position gets 0 and arg ``src.size(dim)``; with out, out's value
+    competes (replaced only by a smaller one). Real dtypes (not complex); NaN propagates (torch's amin rule;
+    torch_scatter's CPU kernel skips NaN). Deterministic, ties included. Without out, differentiable in src: the
+    gradient goes to src at arg. Errors as :func:`scatter_sum`; with out, inputs that require grad raise TypeError."""
     return _scatter_arg("scatter_min", src, index, dim, out, dim_size, False)
 
 
 def scatter_max(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
                 dim_size: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
-    """(values, arg) as scatter_min, for the maximum."""
+    """:torch_scatter:`torch_scatter.scatter_max <scatter>`: ``(values, arg)`` as :func:`scatter_min`, for the
+    maximum."""
     return _scatter_arg("scatter_max", src, index, dim, out, dim_size, True)
 
 
@@ -177,8 +194,13 @@ def _scatter_planned(src, plan: IndexPlan, dim: int, out, dim_size, reduce: str)
 
 def scatter(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Optional[torch.Tensor] = None,
             dim_size: Optional[int] = None, reduce: str = "sum") -> torch.Tensor:
-    """Reduces src into out at index along dim; reduce is 'sum' / 'add', 'mul', 'mean', 'min' or 'max'.
-    index may be a scatterx.IndexPlan (rows along dim 0): no check and no grouping per call."""
+    """:torch_scatter:`scatter`: reduces src into out at index along dim; reduce is ``'sum'`` / ``'add'``,
+    ``'mul'``, ``'mean'``, ``'min'`` or ``'max'`` (min/max return the values only).
+
+    Shapes, dtypes, determinism, gradients and errors: those of :func:`scatter_sum`, :func:`scatter_mul`,
+    :func:`scatter_mean` and :func:`scatter_min` / :func:`scatter_max`; an unknown reduce raises ValueError.
+    index may be a :class:`scatterx.IndexPlan` (rows along dim 0): no check and no grouping per call, results
+    bit-identical to the call with the index."""
     if isinstance(index, IndexPlan):
         return _scatter_planned(src, index, dim, out, dim_size, reduce)
     if reduce in ("sum", "add"):

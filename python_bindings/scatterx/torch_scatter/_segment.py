@@ -78,30 +78,57 @@ def _csr(op: str, src, indptr, out, reduce: str, with_arg: bool):
 
 
 def segment_sum_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """:torch_scatter:`segment_csr` with ``reduce="sum"``: ``out[..., n, ...]`` sums over ``src[..., indptr[...,
+    n]:indptr[..., n + 1], ...]``. Shapes, dtypes, determinism and errors as :func:`segment_csr`."""
     return _csr("segment_sum_csr", src, indptr, out, "sum", False)
 
 
 def segment_add_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """:torch_scatter:`segment_csr` with ``reduce="add"``: ``out[..., n, ...]`` sums (segment_sum_csr under its
+    other name) over ``src[..., indptr[..., n]:indptr[..., n + 1], ...]``. Shapes, dtypes, determinism and errors as
+    :func:`segment_csr`."""
     return _csr("segment_add_csr", src, indptr, out, "sum", False)
 
 
 def segment_mean_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """:torch_scatter:`segment_csr` with ``reduce="mean"``: ``out[..., n, ...]`` averages (an integer mean floors;
+    empty: 0) over ``src[..., indptr[..., n]:indptr[..., n + 1], ...]``. Shapes, dtypes, determinism and errors as
+    :func:`segment_csr`."""
     return _csr("segment_mean_csr", src, indptr, out, "mean", False)
 
 
 def segment_min_csr(src: torch.Tensor, indptr: torch.Tensor,
                     out: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """:torch_scatter:`segment_csr` with ``reduce="min"``, returning ``(values, arg)``: the minimum of ``src[...,
+    indptr[..., n]:indptr[..., n + 1], ...]`` and the position along dim it came from (the first in position order;
+    an empty segment: value 0, arg ``src.size(dim)``). Shapes, dtypes, determinism and errors as
+    :func:`segment_csr`."""
     return _csr("segment_min_csr", src, indptr, out, "min", True)
 
 
 def segment_max_csr(src: torch.Tensor, indptr: torch.Tensor,
                     out: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """:torch_scatter:`segment_csr` with ``reduce="max"``, returning ``(values, arg)``: the maximum of ``src[...,
+    indptr[..., n]:indptr[..., n + 1], ...]`` and the position along dim it came from (the first in position order;
+    an empty segment: value 0, arg ``src.size(dim)``). Shapes, dtypes, determinism and errors as
+    :func:`segment_csr`."""
     return _csr("segment_max_csr", src, indptr, out, "max", True)
 
 
 def segment_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor] = None,
                 reduce: str = "sum") -> torch.Tensor:
-    """Reduces src over the segments [indptr[n], indptr[n + 1]) along dim indptr.dim() - 1 (empty: 0)."""
+    """:torch_scatter:`segment_csr`: reduces src over the segments ``[indptr[..., n], indptr[..., n + 1])``.
+
+    The reduced dim is ``indptr.dim() - 1``; indptr's leading dims are src's (size 1 broadcasts). The result
+    is src's shape with that dim of size ``indptr.size(-1) - 1``; with ``out`` it is written into out (which
+    it overwrites, as torch_scatter). ``reduce`` is ``"sum"``/``"add"``, ``"mean"``, ``"min"`` or ``"max"``
+    (values only; the ``segment_min_csr`` forms also return the arg). An empty segment gives 0.
+    dtypes: src any torch dtype with that reduce (16-bit floats accumulate in float, integer means floor,
+    min/max propagate NaN); indptr int32 or int64, non-decreasing, values in ``[0, src.size(dim)]``.
+    Deterministic on CPU and CUDA. Differentiable in src without out. Errors: ValueError (shapes, an
+    unsorted indptr, reduce), IndexError (an indptr value out of range), TypeError (dtypes; an input that
+    requires grad with out).
+    """
     if reduce in ("min", "max"):
         # The arg routes a gradient (no out) or merges with out's values: without either, the values alone.
         with_arg = out is not None or wants_grad(src)
@@ -144,32 +171,59 @@ def _coo(op: str, src, index, out, dim_size, reduce: str, with_arg: bool):
 
 def segment_sum_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
                     dim_size: Optional[int] = None) -> torch.Tensor:
+    """:torch_scatter:`segment_coo` with ``reduce="sum"``: ``out[..., n, ...]`` sums over the ``src[..., e, ...]``
+    whose ``index[..., e] == n``. Shapes, dtypes, determinism and errors as :func:`segment_coo`."""
     return _coo("segment_sum_coo", src, index, out, dim_size, "sum", False)
 
 
 def segment_add_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
                     dim_size: Optional[int] = None) -> torch.Tensor:
+    """:torch_scatter:`segment_coo` with ``reduce="add"``: ``out[..., n, ...]`` sums (segment_sum_coo under its
+    other name) over the ``src[..., e, ...]`` whose ``index[..., e] == n``. Shapes, dtypes, determinism and errors
+    as :func:`segment_coo`."""
     return _coo("segment_add_coo", src, index, out, dim_size, "sum", False)
 
 
 def segment_mean_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
                      dim_size: Optional[int] = None) -> torch.Tensor:
+    """:torch_scatter:`segment_coo` with ``reduce="mean"``: ``out[..., n, ...]`` averages (an integer mean floors;
+    empty: 0) over the ``src[..., e, ...]`` whose ``index[..., e] == n``. Shapes, dtypes, determinism and errors as
+    :func:`segment_coo`."""
     return _coo("segment_mean_coo", src, index, out, dim_size, "mean", False)
 
 
 def segment_min_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
                     dim_size: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """:torch_scatter:`segment_coo` with ``reduce="min"``, returning ``(values, arg)``: the minimum of the
+    ``src[..., e, ...]`` whose ``index[..., e] == n`` and the position along dim it came from (the first in position
+    order; an empty segment: value 0, arg ``src.size(dim)``). Shapes, dtypes, determinism and errors as
+    :func:`segment_coo`."""
     return _coo("segment_min_coo", src, index, out, dim_size, "min", True)
 
 
 def segment_max_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
                     dim_size: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """:torch_scatter:`segment_coo` with ``reduce="max"``, returning ``(values, arg)``: the maximum of the
+    ``src[..., e, ...]`` whose ``index[..., e] == n`` and the position along dim it came from (the first in position
+    order; an empty segment: value 0, arg ``src.size(dim)``). Shapes, dtypes, determinism and errors as
+    :func:`segment_coo`."""
     return _coo("segment_max_coo", src, index, out, dim_size, "max", True)
 
 
 def segment_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None,
                 dim_size: Optional[int] = None, reduce: str = "sum") -> torch.Tensor:
-    """Reduces src over runs of equal values of the sorted index along dim index.dim() - 1."""
+    """:torch_scatter:`segment_coo`: reduces src over runs of equal values of the sorted index.
+
+    The reduced dim is ``index.dim() - 1``, with ``index.size(dim) == src.size(dim)`` and index's leading dims
+    src's (size 1 broadcasts); ``out[..., n, ...]`` reduces the ``src[..., e, ...]`` whose
+    ``index[..., e] == n``. The result is src's shape with that dim of size ``dim_size`` (default
+    ``index.max() + 1``), or out's; with ``out``, out's values take part (sum adds to it; mean averages out's
+    value with the segment's; min/max replace it only by a strictly better value). ``reduce`` as
+    :func:`segment_csr`; an empty segment gives 0 (or keeps out's value). dtypes: as :func:`segment_csr`, index
+    int32 or int64, non-decreasing along dim (checked; torch_scatter leaves it undefined). Deterministic on
+    CPU and CUDA. Differentiable in src without out. Errors: ValueError (shapes, an unsorted index, reduce),
+    IndexError (an index value out of range), TypeError (dtypes; an input that requires grad with out).
+    """
     if reduce in ("min", "max"):
         with_arg = out is not None or wants_grad(src)  # as segment_csr
         result = _coo("segment_coo", src, index, out, dim_size, reduce, with_arg)
@@ -178,7 +232,15 @@ def segment_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tens
 
 
 def gather_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """Repeats src's row n over [indptr[n], indptr[n + 1]); positions no segment covers are 0 (with out: kept)."""
+    """:torch_scatter:`torch_scatter.gather_csr <segment_csr>`: repeats src's slice n along dim over ``[indptr[...,
+    n], indptr[..., n + 1])``.
+
+    The dim is ``indptr.dim() - 1``; ``src.size(dim) == indptr.size(-1) - 1`` and the result's size along dim is
+    indptr's last value. Positions no segment covers are 0 (torch_scatter leaves them uninitialized); with ``out``
+    they keep out's value. Any dtype; indptr int32/int64, non-decreasing. A copy: deterministic. Differentiable in
+    src without out (its gradient is the segment sum). Errors: ValueError (shapes, an unsorted indptr), IndexError
+    (indptr out of range), TypeError (dtypes; grad with out).
+    """
     op = "gather_csr"
     src, indptr = tensor(src), tensor(indptr)
     p = raw(indptr, op, "indptr")
@@ -199,7 +261,14 @@ def gather_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tens
 
 
 def gather_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """out[..., e, ...] = src[..., index[..., e], ...] along dim index.dim() - 1."""
+    """:torch_scatter:`torch_scatter.gather_coo <segment_coo>`: ``out[..., e, ...] = src[..., index[..., e], ...]``
+    along dim ``index.dim() - 1``.
+
+    The result is src's shape with that dim of index's size (or written into ``out`` of that shape); index's leading
+    dims are src's, its values in ``[0, src.size(dim))`` (any order). Any dtype; index int32/int64. A copy:
+    deterministic. Differentiable in src without out (its gradient is the segment_coo sum). Errors: ValueError
+    (shapes), IndexError (an index out of range), TypeError (dtypes; grad with out).
+    """
     op = "gather_coo"
     src, index = tensor(src), tensor(index)
     i = raw(index, op, "index")

@@ -234,56 +234,63 @@ class _Reduce(Function):
 
 
 def gather(tensor: torch.Tensor, dst: int = 0, group: GroupLike = None) -> Tuple[torch.Tensor, ...]:
-    """A tuple of every rank's ``tensor`` on global rank ``dst`` (zeros elsewhere); the gradient is scattered
-    back from ``dst``."""
+    """:torch_dist:`nn.functional.gather`: a tuple of every rank's ``tensor`` on global rank ``dst`` (zeros
+    elsewhere); the gradient is scattered back from ``dst``."""
     return _Gather.apply(dst, group, tensor)
 
 
 def scatter(tensors: List[torch.Tensor], src: int = 0, group: GroupLike = None) -> torch.Tensor:
-    """Global rank ``src``'s ``tensors[rank]`` on every rank (every rank passes a list of tensors of one shape,
-    as torch requires; only src's values are read); the gradient is gathered back to ``src``."""
+    """:torch_dist:`nn.functional.scatter`: global rank ``src``'s ``tensors[rank]`` on every rank (every rank passes
+    a list of tensors of one shape, as torch requires; only src's values are read); the gradient is gathered back to
+    ``src``."""
     return _Scatter.apply(src, group, *tensors)
 
 
 def reduce(tensor: torch.Tensor, dst: int, op=ReduceOp.SUM, group: GroupLike = None) -> torch.Tensor:
-    """A new tensor: op over the ranks of their ``tensor`` on global rank ``dst``, this rank's ``tensor``
-    elsewhere (a copy, through which no gradient flows, as in torch); differentiable for SUM."""
+    """:torch_dist:`nn.functional.reduce`: a new tensor: op over the ranks of their ``tensor`` on global rank
+    ``dst``, this rank's ``tensor`` elsewhere (a copy, through which no gradient flows, as in torch); differentiable
+    for SUM."""
     return _Reduce.apply(dst, op, group, tensor)
 
 
 def all_reduce(tensor: torch.Tensor, op=ReduceOp.SUM, group: GroupLike = None) -> torch.Tensor:
-    """A new tensor holding op over the ranks of their ``tensor``; differentiable for SUM, AVG, MAX, MIN."""
+    """:torch_dist:`nn.functional.all_reduce`: a new tensor holding op over the ranks of their ``tensor``;
+    differentiable for SUM, AVG, MAX, MIN."""
     return _AllReduce.apply(op, group, tensor)
 
 
 def broadcast(tensor: torch.Tensor, src: int, group: GroupLike = None) -> torch.Tensor:
-    """A new tensor holding global rank ``src``'s ``tensor``; the gradient sums on ``src``."""
+    """:torch_dist:`nn.functional.broadcast`: a new tensor holding global rank ``src``'s ``tensor``; the gradient
+    sums on ``src``."""
     return _Broadcast.apply(src, group, tensor)
 
 
 def all_gather(tensor: torch.Tensor, group: GroupLike = None) -> Tuple[torch.Tensor, ...]:
-    """A tuple of every rank's ``tensor``, in rank order; the gradient is reduce_scatter'ed back."""
+    """:torch_dist:`nn.functional.all_gather`: a tuple of every rank's ``tensor``, in rank order; the gradient is
+    reduce_scatter'ed back."""
     return _AllGather.apply(group, tensor)
 
 
 def reduce_scatter(output: torch.Tensor, input_list: List[torch.Tensor], op=ReduceOp.SUM,
                    group: GroupLike = None) -> torch.Tensor:
-    """A new tensor of ``output``'s shape holding op over the ranks of their ``input_list[rank]``
-    (``output`` only gives the shape and is not written, unlike torch which writes it as well);
-    differentiable for SUM and AVG."""
+    """:torch_dist:`nn.functional.reduce_scatter`: a new tensor of ``output``'s shape holding op over the ranks of
+    their ``input_list[rank]`` (``output`` only gives the shape and is not written, unlike torch which writes it as
+    well); differentiable for SUM and AVG."""
     return _ReduceScatter.apply(op, group, output, *input_list)
 
 
 def all_to_all(output_tensor_list: List[torch.Tensor], input_tensor_list: List[torch.Tensor],
                group: GroupLike = None) -> Tuple[torch.Tensor, ...]:
-    """A tuple of new tensors shaped as ``output_tensor_list``: entry i is rank i's ``input_tensor_list[rank]``."""
+    """:torch_dist:`nn.functional.all_to_all`: a tuple of new tensors shaped as ``output_tensor_list``: entry i is
+    rank i's ``input_tensor_list[rank]``."""
     return _AllToAll.apply(group, output_tensor_list, *input_tensor_list)
 
 
 def all_to_all_single(output: torch.Tensor, input: torch.Tensor, output_split_sizes: Optional[List[int]] = None,
                       input_split_sizes: Optional[List[int]] = None, group: GroupLike = None) -> torch.Tensor:
-    """A new tensor shaped as ``output``: ``output_split_sizes[i]`` rows from rank i (see
-    scatterx.distributed.all_to_all_single); the gradient travels back with the splits swapped."""
+    """:torch_dist:`nn.functional.all_to_all_single`: a new tensor shaped as ``output``: ``output_split_sizes[i]``
+    rows from rank i (see scatterx.distributed.all_to_all_single); the gradient travels back with the splits
+    swapped."""
     return _AllToAllSingle.apply(group, output, output_split_sizes, input_split_sizes, input)
 
 
