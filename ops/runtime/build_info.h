@@ -28,7 +28,7 @@ struct BuildInfo {
   bool cuda_built = false;         // the CUDA backend is compiled in
   std::string cuda_architectures;  // CMAKE_CUDA_ARCHITECTURES, "none" without the backend
   std::string cuda_compiler;       // nvcc's version, "none" without the backend
-  int cuda_devices = 0;            // devices visible now (0 without a driver or GPU)
+  int cuda_devices = 0;            // cudaGetDeviceCount now (0 without the backend, a driver or a GPU)
   bool distributed_built = false;  // scatterx::dist (MPI) was configured with this build
   std::string cpu_isa;             // the CPU kernels' ISA: "avx2" or "baseline"
   bool openmp = false;             // compiled with OpenMP

@@ -7,8 +7,9 @@ backend and architectures, CPU ISA in use, OpenMP threads), the MPI library
 Python side (interpreter, numpy, torch, mpi4py, cupy, OMP_NUM_THREADS) and
 every SCATTERX_* knob's value. ``report()`` returns the same rows as a dict.
 
-Nothing here initializes MPI or CUDA for scatterx, and a missing or broken
-optional package is a row ("not installed", "broken: ..."), never an error.
+Nothing here initializes MPI (CUDA is asked only how many devices it sees,
+and torch whether it has one), and a missing or broken optional package is a
+row ("not installed", "broken: ..."), never an error.
 """
 
 from __future__ import annotations
