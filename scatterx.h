@@ -11,6 +11,7 @@
 #include "ops/gather_scatter/index_plan.h"
 #include "ops/gather_scatter/scatter_softmax.h"
 #include "ops/reduce.h"
+#include "ops/runtime/build_info.h"
 #include "ops/scalar.h"
 #include "ops/scatter/scatter.h"
 #include "ops/segment/segment.h"

@@ -3,7 +3,8 @@
 #   1. the Release build's GoogleTest suite (ctest); where nvcc is found the
 #      build includes the CUDA backend for sm_90, whose tests skip without a GPU,
 #   2. the installed package consumed from a separate CMake project,
-#   3. the Python package: pip install . into build/venv, then pytest
+#   3. the Python package: pip install . into build/venv, its environment
+#      report (python -m scatterx.info, which CI logs keep), then pytest
 #      (torch is installed too, so the torch comparisons and autograd
 #      checks run; SCATTERX_TORCH=0 skips it and those tests say so),
 #      then the API reference (docs/, Sphinx, warnings are errors) into
@@ -43,6 +44,8 @@ if [ -x "$prefix/consumer/consumer_dist" ]; then
 fi
 
 scatterx_python_env $([ "${SCATTERX_TORCH:-1}" = 0 ] || echo torch pyg) mpi4py
+echo "== environment (python -m scatterx.info)"
+"$SCATTERX_VENV/bin/python" -m scatterx.info
 echo "== pytest"
 (cd "$SCATTERX_ROOT" && OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "$SCATTERX_VENV/bin/python" -m pytest -q -rs tests/python)
 

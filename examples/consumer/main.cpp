@@ -13,8 +13,9 @@ int main() {
   scatterx::index_add_(sums, 0, scatterx::TensorView(rows, scatterx::DType::Int64, {3}), picked);
 
   const float* s = sums.data_as<float>();
-  const bool ok = s[0] == 0 && s[1] == 1 && s[2] == 0 && s[3] == 0 && s[4] == 40 && s[5] == 42;
-  std::printf("scatterx %s from the installed package: index_select + index_add_ %s\n", SCATTERX_VERSION,
+  const bool ok = s[0] == 0 && s[1] == 1 && s[2] == 0 && s[3] == 0 && s[4] == 40 && s[5] == 42 &&
+                  scatterx::build_info().version == SCATTERX_VERSION;
+  std::printf("scatterx %s from the installed package: index_select + index_add_ + build_info %s\n", SCATTERX_VERSION,
               ok ? "OK" : "WRONG");
   return ok ? 0 : 1;
 }

@@ -19,6 +19,7 @@ namespace nb = nanobind;
 
 void register_segment_ops(nb::module_& m);         // segment_module.cpp
 void register_gather_scatter_ops(nb::module_& m);  // gather_scatter_module.cpp
+void register_info(nb::module_& m);                // info_module.cpp: the environment report's rows
 
 #if SCATTERX_PY_WITH_DIST
 void register_dist(nb::module_& m);       // dist_module.cpp: the submodule _C.dist
@@ -272,4 +273,5 @@ NB_MODULE(_C, m) {
   register_moe(m);
   register_embedding(m);
 #endif
+  register_info(m);  // after register_dist: adds _C.dist.mpi_info_rows where the distributed layer is built
 }
