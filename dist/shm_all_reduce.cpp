@@ -10,7 +10,6 @@
 #include "dist/latency_all_reduce.h"
 #include "dist/shm_transport.h"
 #include "ops/runtime/combine.h"
-#include "ops/runtime/knobs.h"
 #include "ops/runtime/stream_copy.h"
 
 namespace scatterx::dist {
@@ -33,8 +32,8 @@ constexpr uint64_t kSpinsBeforeYieldOversubscribed = 16;
 constexpr int64_t kStreamingSlotBytes = 1024;
 
 bool slot_streaming(int64_t bytes) {
-  static const std::string way = detail::knob_choice(detail::Knob::DistShmStream);
-  return way == "1" || (way == "auto" && bytes >= kStreamingSlotBytes);
+  const int forced = forced_slot_streaming();
+  return forced >= 0 ? forced == 1 : bytes >= kStreamingSlotBytes;
 }
 
 std::string late_ranks(const ShmTransport& t, int ws, uint64_t call) {

@@ -267,16 +267,6 @@ constexpr double kFarCopyRatio = 3;
 constexpr uint64_t kStreamingTrialEvery = 32;
 constexpr uint64_t kPlainTrialEvery = 128;
 
-// SCATTERX_DIST_SHM_STREAM: unset, choose by the timings; 0, always plain
-// copies; 1, always non-temporal.
-int forced_slot_streaming() {
-  static const int forced = [] {
-    const std::string way = detail::knob_choice(detail::Knob::DistShmStream);
-    return way == "auto" ? -1 : way == "1" ? 1 : 0;
-  }();
-  return forced;
-}
-
 void write_slot(ShmTransport::SlotWriter& writer, char* slot, const char* from, int64_t bytes) {
   auto copy = [&](bool streaming) {
     if (streaming) {
@@ -318,6 +308,14 @@ void wait_note(Communicator::State& s, Waiter& w, int peer, int tag, const char*
 }
 
 }  // namespace
+
+int forced_slot_streaming() {
+  static const int forced = [] {
+    const std::string way = detail::knob_choice(detail::Knob::DistShmStream);
+    return way == "auto" ? -1 : way == "1" ? 1 : 0;
+  }();
+  return forced;
+}
 
 // Rank q copies chunk c of its block p into its staging slot (p, c %
 // kShmSlots) and tells p; p folds every rank's chunk c of block p (its own

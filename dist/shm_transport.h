@@ -72,6 +72,11 @@ bool all_ranks_agree(Communicator::State& s, Waiter& w, bool mine, const char* o
 // allocated.
 void wait_setup(Waiter& w, MPI_Request& req, const char* op);
 
+// SCATTERX_DIST_SHM_STREAM, read once for both writers of slots: -1 "auto"
+// (each writer decides: the reduce-scatter by timing its copies, the
+// latency all-reduce by size), 0 always plain copies, 1 always non-temporal.
+int forced_slot_streaming();
+
 // Whether s.shm is usable, mapping the segment on first use: collective over
 // the communicator, so only called from a collective every rank is in; every
 // rank ends with the same verdict.
