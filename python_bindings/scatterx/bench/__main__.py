@@ -39,6 +39,8 @@ def parse(argv, ws):
     ap.add_argument("--threads", type=int, help="threads for both libraries (default: OMP_NUM_THREADS, else every "
                     "logical CPU); local ops only")
     ap.add_argument("--reps", type=int, help="timed repetitions per library and op (default 11; --quick 5)")
+    ap.add_argument("--retries", type=int, help="reruns of an op (and size) during which other processes used more "
+                    "than 10%% of the CPUs, each after waiting for a quiet second (default 2; --quick 0)")
     ap.add_argument("--plot", action="store_true", help="also draw the PNG figures into DIR/figures (matplotlib)")
     ap.add_argument("--out", default="scatterx-bench", metavar="DIR", help="where results go (default ./scatterx-bench)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -50,6 +52,10 @@ def parse(argv, ws):
         ap.error(f"unknown op(s) {unknown}; {'under mpirun' if ws > 1 else 'locally'} the ops are {', '.join(known)}")
     if (args.threads is not None and args.threads < 1) or (args.reps is not None and args.reps < 1):
         ap.error("--threads and --reps must be positive")
+    if args.retries is None:
+        args.retries = 0 if args.quick else 2
+    elif args.retries < 0:
+        ap.error("--retries must be >= 0")
     return args
 
 
@@ -57,7 +63,7 @@ def plot_into(out_dir, json_paths) -> None:
     from . import plot, results
 
     try:
-        written = plot.render([results.load(p) for p in json_paths], os.path.join(out_dir, "figures"))
+        written = plot.render([d for p in json_paths for d in results.load(p)], os.path.join(out_dir, "figures"))
     except plot.MissingMatplotlib as e:
         print(f"scatterx.bench: no figures: {e}", file=sys.stderr)
         return
@@ -88,7 +94,7 @@ def run_local(args, argv) -> int:
 
     from . import local, results
     from .progress import Progress
-    from .timing import RETRIES, CpuMonitor, measure_pair
+    from .timing import CpuMonitor, measure_pair
 
     torch.set_num_threads(threads)
     size, reps = ("small", args.reps or 5) if args.quick else ("full", args.reps or 11)
@@ -100,7 +106,7 @@ def run_local(args, argv) -> int:
     monitor = CpuMonitor()
 
     def measure(spec, sx_fn, torch_fn):
-        row = measure_pair(sx_fn, torch_fn, reps, 0 if args.quick else RETRIES, monitor,
+        row = measure_pair(sx_fn, torch_fn, reps, args.retries, monitor,
                            lambda text: bar.note(f"{spec.workload} {spec.op}: {text}"))
         bar.step(f"{spec.workload} {spec.op}: x{row['torch_ms'] / row['scatterx_ms']:.2f}")
         return row
@@ -133,7 +139,7 @@ def run_collectives(args, ws) -> int:
         os.makedirs(args.out, exist_ok=True)
         if os.path.exists(path):
             os.remove(path)  # so that a run that is skipped does not present an old file as its own
-    argv = ["--max-bytes", "1M", "--factor", "4"] if args.quick else []
+    argv = (["--max-bytes", "1M", "--factor", "4"] if args.quick else []) + ["--retries", str(args.retries)]
     if args.ops:
         argv += ["--ops", ",".join(args.ops)]
     status = collectives.main(argv + ["--json", path], progress=not args.no_progress)

@@ -176,7 +176,7 @@ def main(argv=None) -> int:
     ap.add_argument("--dpi", type=int, default=100)
     args = ap.parse_args(argv)
     try:
-        docs = [results.load(p) for p in args.results]
+        docs = [d for p in args.results for d in results.load(p)]
         written = render(docs, args.out, args.dpi)
     except (ValueError, OSError, MissingMatplotlib) as e:
         print(f"plot: {e}", file=sys.stderr)

@@ -8,6 +8,7 @@ Every suite writes one object per run::
              "scatterx.bench.local", "bench/gpu_report.py"),
      "date": UTC time, ISO 8601 ("2026-11-25T19:06:31Z"),
      "machine": {"cpu": model name, "logical_cpus": n, ...},
+     other keys the suite adds (versions: "torch", "scatterx"; the local suite's "size": "full" | "small"),
      "rows": [...]}
 
 Rows by suite (times in the unit their name says; GB = 1e9 bytes; a figure that was not measured is null):
@@ -26,7 +27,8 @@ Rows by suite (times in the unit their name says; GB = 1e9 bytes; a figure that 
                "copy_fraction": gbps / copy_gbps, "torch_ms", "ratio": torch_ms / scatterx_ms}
                Written by bench/gpu_report.py --json.
 
-Readers ignore keys they do not know; a new required key or a changed meaning bumps the version.
+A file holds one such object, or a list of them (several suites in one file: tests/python/data/
+bench_fixture.json). Readers ignore keys they do not know; a new required key or a changed meaning bumps the version.
 """
 
 from __future__ import annotations
@@ -46,12 +48,13 @@ ROW_KEYS = {
 }
 
 
-def document(suite: str, tool: str, rows: list, **machine_extra) -> dict:
-    """A results object for `rows`, dated now and describing this machine (plus `machine_extra`)."""
+def document(suite: str, tool: str, rows: list, machine_extra=None, **extra) -> dict:
+    """A results object for `rows`, dated now, describing this machine (plus the dict machine_extra), with the
+    keys of `extra` at the top level (versions, the size of the run)."""
     machine = machine_info()
-    machine.update(machine_extra)
+    machine.update(machine_extra or {})
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    doc = {"format": FORMAT, "suite": suite, "tool": tool, "date": date, "machine": machine, "rows": rows}
+    doc = {"format": FORMAT, "suite": suite, "tool": tool, "date": date, "machine": machine, **extra, "rows": rows}
     validate(doc)
     return doc
 
@@ -88,11 +91,12 @@ def validate(doc, where: str = "results") -> dict:
     return doc
 
 
-def load(path: str) -> dict:
-    """The validated results object in the file at `path`."""
+def load(path: str) -> list:
+    """The validated results objects in the file at `path` (a list, of one when the file holds one)."""
     with open(path) as f:
         try:
             doc = json.load(f)
         except json.JSONDecodeError as e:
             raise ValueError(f"{path}: not JSON ({e})") from None
-    return validate(doc, path)
+    docs = doc if isinstance(doc, list) else [doc]
+    return [validate(d, f"{path}[{i}]" if isinstance(doc, list) else path) for i, d in enumerate(docs)]
