@@ -61,18 +61,19 @@ def test_bench_plot_py_command(tmp_path):
     assert proc.stdout.split() == [str(out / name) for name in EXPECTED_FIGURES]
 
 
-def test_first_file_wins_and_null_figures_are_left_out():
+def test_a_panel_per_peer_first_file_wins_and_null_figures_are_left_out():
     def doc(impls, busbw):
         rows = [dict(op="all_reduce", impl=i, ranks=2, bytes=b, median_us=1.0, algbw_gbps=1.0, busbw_gbps=busbw)
                 for i in impls for b in (1024, 4096)]
         return results.validate(dict(format=results.FORMAT, suite="collectives", tool="t", rows=rows))
 
-    first, second = doc(["scatterx", "mpi"], 1.0), doc(["scatterx", "gloo"], 2.0)
-    second["rows"][-1]["busbw_gbps"] = None  # gloo at 4096 B: not measured
-    series = plot.collective_series([first, second])["all_reduce"]
-    assert series[("scatterx", 2)] == [(1024, 1.0), (4096, 1.0)]  # from the first file, not the second
-    assert series[("mpi", 2)] == [(1024, 1.0), (4096, 1.0)]
-    assert series[("gloo", 2)] == [(1024, 2.0)]
+    cpp, gloo, gloo_again = doc(["scatterx", "mpi"], 1.0), doc(["scatterx", "gloo"], 2.0), doc(["gloo"], 3.0)
+    gloo["rows"][-1]["busbw_gbps"] = None  # gloo at 4096 B: not measured
+    panels = plot.collective_series([cpp, gloo, gloo_again])["all_reduce"]
+    assert sorted(panels) == ["gloo", "mpi"]
+    assert panels["mpi"] == {("scatterx", 2): [(1024, 1.0), (4096, 1.0)], ("mpi", 2): [(1024, 1.0), (4096, 1.0)]}
+    # each panel's scatterx line is the one timed beside its peer; gloo from the first file holding it
+    assert panels["gloo"] == {("scatterx", 2): [(1024, 2.0), (4096, 2.0)], ("gloo", 2): [(1024, 2.0)]}
 
 
 def test_results_that_are_not_results_are_refused(tmp_path):

@@ -4,15 +4,16 @@
 
 Figures, each written when the results hold its rows:
 
-  busbw_<op>.png            collectives: bus bandwidth against message size, log-log, one line per
-                            implementation (scatterx, mpi, gloo) and rank count (2 ranks solid, 4 dashed, ...).
-                            When several files hold the same op, implementation and rank count, the first file
-                            given wins (e.g. scatterx from the C++ benchmark over scatterx from the gloo run).
+  busbw_<op>.png            collectives: bus bandwidth against message size, log-log, one panel per peer the
+                            results measured scatterx beside (MPI from the C++ benchmark, gloo from the torch
+                            one: each panel's scatterx line is the run its peer was timed in, interleaved), one
+                            line per implementation and rank count (2 ranks solid, 4 dashed, ...). When several
+                            files hold the same op, peer, implementation and rank count, the first one given wins.
   local_speedup.png         local ops: speedup over torch (torch time / scatterx time) as bars, one panel per
                             workload; the line at 1x is parity.
   gpu_copy_fraction.png     GPU: each workload's bandwidth as a fraction of the device's copy bandwidth.
 
-Each figure's footnote names the machine and date of its first results file.
+Each figure's footnote names the tools that wrote its results, and the date and machine of the first file.
 """
 
 from __future__ import annotations
@@ -45,9 +46,11 @@ def _pyplot():
     return plt
 
 
-def _footnote(doc) -> str:
-    m = doc.get("machine", {})
-    return f"{doc.get('tool', '?')}, {doc.get('date', '?')[:10]}, {m.get('cpu', '?')} ({m.get('logical_cpus', '?')} CPUs)"
+def _footnote(docs) -> str:
+    """'tool a + tool b, 2026-11-25, AMD EPYC (2 CPUs)': the tools of docs, the first one's date and machine."""
+    m = docs[0].get("machine", {})
+    tools = " + ".join(dict.fromkeys(d.get("tool", "?") for d in docs))
+    return f"{tools}, {docs[0].get('date', '?')[:10]}, {m.get('cpu', '?')} ({m.get('logical_cpus', '?')} CPUs)"
 
 
 def _size_label(n: float) -> str:
@@ -57,41 +60,53 @@ def _size_label(n: float) -> str:
     return f"{n:g} B"
 
 
+def peer_of(doc) -> str:
+    """The implementations a collectives file measured scatterx beside ("mpi", "gloo"), joined by '/'."""
+    return "/".join(sorted({r["impl"] for r in doc["rows"]} - {"scatterx"})) or "scatterx alone"
+
+
 def collective_series(docs) -> dict:
-    """{op: {(impl, ranks): [(bytes, busbw_gbps), ...] sorted by size}}; the first file holding an (op, impl,
-    ranks) is the one used; rows without a busbw are left out."""
+    """{op: {peer: {(impl, ranks): [(bytes, busbw_gbps), ...] sorted by size}}}: one panel per peer
+    (peer_of), so each scatterx line is the one measured beside that panel's peer. Of the files holding the
+    same op, peer, implementation and rank count, the first is used; rows without a busbw are left out."""
     series, owner = {}, {}
     for i, doc in enumerate(docs):
+        peer = peer_of(doc)
         for r in doc["rows"]:
-            key = (r["op"], r["impl"], r["ranks"])
+            key = (r["op"], peer, r["impl"], r["ranks"])
             if owner.setdefault(key, i) != i or r["busbw_gbps"] is None:
                 continue
-            series.setdefault(r["op"], {}).setdefault((r["impl"], r["ranks"]), []).append((r["bytes"],
-                                                                                           r["busbw_gbps"]))
-    for per_op in series.values():
-        for points in per_op.values():
-            points.sort()
+            lines = series.setdefault(r["op"], {}).setdefault(peer, {})
+            lines.setdefault((r["impl"], r["ranks"]), []).append((r["bytes"], r["busbw_gbps"]))
+    for panels in series.values():
+        for lines in panels.values():
+            for points in lines.values():
+                points.sort()
     return series
 
 
-def plot_collective(plt, op, lines, note, path, dpi) -> None:
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for (impl, ranks), points in sorted(lines.items(), key=lambda kv: (kv[0][1], kv[0][0] != "scatterx", kv[0][0])):
-        xs, ys = zip(*points)
-        ax.plot(xs, ys, RANK_STYLES.get(ranks, "-."), marker=IMPL_MARKERS.get(impl, "."), markersize=4,
-                color=IMPL_COLORS.get(impl), label=f"{impl}, {ranks} ranks")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    sizes = sorted({x for pts in lines.values() for x, _ in pts})
-    ticks = sizes if len(sizes) <= 8 else sizes[:: -(-len(sizes) // 8)]
-    ax.set_xticks(ticks)
-    ax.set_xticklabels([_size_label(x) for x in ticks], rotation=30, ha="right")
-    ax.tick_params(axis="x", which="minor", bottom=False, labelbottom=False)  # the sizes are the ticks
-    ax.set_xlabel("message size (nccl-tests' definition)")
-    ax.set_ylabel("bus bandwidth, GB/s")
-    ax.set_title(f"{op}: bus bandwidth against size")
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8)
+def plot_collective(plt, op, panels, note, path, dpi) -> None:
+    """One log-log panel per peer, side by side, sharing the bandwidth axis."""
+    peers = sorted(panels, key=lambda p: (p != "mpi", p))
+    fig, axes = plt.subplots(1, len(peers), figsize=(1.2 + 4.6 * len(peers), 4.2), sharey=True, squeeze=False)
+    for ax, peer in zip(axes[0], peers):
+        lines = panels[peer]
+        for (impl, ranks), points in sorted(lines.items(), key=lambda kv: (kv[0][1], kv[0][0] != "scatterx")):
+            xs, ys = zip(*points)
+            ax.plot(xs, ys, RANK_STYLES.get(ranks, "-."), marker=IMPL_MARKERS.get(impl, "."), markersize=4,
+                    color=IMPL_COLORS.get(impl), label=f"{impl}, {ranks} ranks")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        sizes = sorted({x for pts in lines.values() for x, _ in pts})
+        ticks = sizes if len(sizes) <= 8 else sizes[:: -(-len(sizes) // 8)]
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([_size_label(x) for x in ticks], rotation=30, ha="right")
+        ax.tick_params(axis="x", which="minor", bottom=False, labelbottom=False)  # the sizes are the ticks
+        ax.set_xlabel("message size (nccl-tests' definition)")
+        ax.set_title(f"{op}: scatterx beside {peer}", fontsize=10)
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0, 0].set_ylabel("bus bandwidth, GB/s")
     fig.text(0.01, 0.01, note, fontsize=6, color="gray")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(path, dpi=dpi)
@@ -155,17 +170,17 @@ def render(docs, out_dir: str, dpi: int = 100) -> list:
     for doc in docs:
         by_suite.setdefault(doc["suite"], []).append(doc)
     if "collectives" in by_suite:
-        note = _footnote(by_suite["collectives"][0])
-        for op, lines in collective_series(by_suite["collectives"]).items():
+        note = _footnote(by_suite["collectives"])
+        for op, panels in collective_series(by_suite["collectives"]).items():
             written.append(os.path.join(out_dir, f"busbw_{op}.png"))
-            plot_collective(plt, op, lines, note, written[-1], dpi)
+            plot_collective(plt, op, panels, note, written[-1], dpi)
     for suite, name, draw in (("local", "local_speedup.png", plot_local),
                               ("gpu", "gpu_copy_fraction.png", plot_gpu)):
         rows = [r for doc in by_suite.get(suite, []) for r in doc["rows"]]
         key = "ratio" if suite == "local" else "copy_fraction"
         if any(r[key] is not None for r in rows):
             written.append(os.path.join(out_dir, name))
-            draw(plt, rows, _footnote(by_suite[suite][0]), written[-1], dpi)
+            draw(plt, rows, _footnote(by_suite[suite]), written[-1], dpi)
     return written
 
 
