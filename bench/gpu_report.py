@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One markdown table of the GPU benchmark: scatterx beside torch, with the floors.
 
-    python3 bench/gpu_report.py --scatterx sx.json --torch torch.json [--markdown out.md]
+    python3 bench/gpu_report.py --scatterx sx.json --torch torch.json [--markdown out.md] [--json rows.json]
 
 --scatterx: Google Benchmark's JSON from bench/bench_cuda.cpp
 (--benchmark_format=json or --benchmark_out=FILE). Benchmarks are named
@@ -26,7 +26,8 @@ of a workload, its name ending in /deterministic, /unchecked, /atomic or
     scatter_add/powerlaw/feat:64/deterministic                          <= 1.5x the time of
                                                                            scatter_add/powerlaw/feat:64
 
-Prints the markdown to stdout (and to --markdown FILE). The exit status is 0
+Prints the markdown to stdout (and to --markdown FILE); --json FILE writes the
+rows (workload, times, GB/s, fraction of copy, speedup) for bench/plot.py. The exit status is 0
 whatever the figures: this reports, it does not gate. Standard library only.
 """
 
@@ -304,11 +305,39 @@ def report(sx_doc, torch_doc, notes):
     return "\n".join(lines) + "\n"
 
 
+def json_results(sx_doc, torch_doc):
+    """The table's rows as a results object (the format of python_bindings/scatterx/bench/results.py, suite
+    "gpu"; written here by hand, as this script runs without the package)."""
+    import datetime
+    import os
+    import platform
+
+    sx = load_scatterx(sx_doc)
+    torch = load_torch(torch_doc)
+    fill_missing_bytes(sx, torch)
+    copy_bw, _ = copy_bandwidth(sx, torch)
+    rows = []
+    for name, entry in sx.items():
+        bw = gbps(entry)
+        peer = peer_of(torch, name)
+        rows.append({"workload": name, "scatterx_ms": entry["seconds"] * 1e3, "gbps": bw, "copy_gbps": copy_bw,
+                     "copy_fraction": bw / copy_bw if bw and copy_bw else None,
+                     "torch_ms": peer["seconds"] * 1e3 if peer else None,
+                     "ratio": peer["seconds"] / entry["seconds"] if peer and entry["seconds"] else None})
+    device = as_dict(as_dict(sx_doc).get("context")).get("device") or as_dict(torch_doc).get("device")
+    return {"format": "scatterx-bench-results/1", "suite": "gpu", "tool": "bench/gpu_report.py",
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "machine": {"cpu": platform.processor() or platform.machine(), "logical_cpus": os.cpu_count() or 1,
+                        "gpu": device},
+            "rows": rows}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="scatterx vs torch GPU benchmark table with the floors.")
     parser.add_argument("--scatterx", metavar="JSON", help="Google Benchmark JSON of scatterx_bench_cuda")
     parser.add_argument("--torch", metavar="JSON", help="JSON written by bench/bench_cuda_torch.py")
     parser.add_argument("--markdown", metavar="FILE", help="also write the report to FILE")
+    parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON (bench/plot.py draws them)")
     args = parser.parse_args(argv)
 
     notes = []
@@ -322,6 +351,12 @@ def main(argv=None):
         traceback.print_exc()
         text = "# scatterx CUDA benchmark vs torch\n\nNo report: the results could not be read (see stderr).\n"
     sys.stdout.write(text)
+    if args.json:
+        try:
+            with open(args.json, "w") as f:
+                json.dump(json_results(sx_doc, torch_doc), f)
+        except Exception as e:  # noqa: BLE001 -- as above: the report must still come out
+            print("gpu_report: no JSON written to %s: %s" % (args.json, e), file=sys.stderr)
     if args.markdown:
         try:
             with open(args.markdown, "w") as f:

@@ -32,8 +32,8 @@ scatterx_build() {
 }
 
 # scatterx_python_env [torch] [pyg] [mpi4py]: a virtual environment in
-# build/venv with numpy, pytest, hypothesis, sphinx (the API reference in docs/)
-# and the scatterx package built from this
+# build/venv with numpy, pytest, hypothesis, sphinx (the API reference in docs/),
+# matplotlib (test_plot.py draws the benchmark figures) and the scatterx package built from this
 # checkout (pip install .), plus what is asked for and missing:
 #   torch    a large download; if it fails the torch tests and demos skip
 #            and say so,
@@ -48,7 +48,7 @@ scatterx_python_env() {
   fi
   local pip=("$SCATTERX_VENV/bin/python" -m pip --disable-pip-version-check -q)
   local has=("$SCATTERX_VENV/bin/python" -c)
-  "${pip[@]}" install numpy pytest hypothesis sphinx
+  "${pip[@]}" install numpy pytest hypothesis sphinx matplotlib
   if [[ $want == *" torch "* ]] && ! "${has[@]}" "import torch" 2>/dev/null; then
     echo "== installing torch (for the torch comparisons, autograd and the torch demos)"
     "${pip[@]}" install torch || echo "== torch could not be installed: its tests and demos will be skipped"

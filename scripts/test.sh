@@ -5,7 +5,8 @@
 #   2. the installed package consumed from a separate CMake project,
 #   3. the Python package: pip install . into build/venv, its environment
 #      report (python -m scatterx.info, which CI logs keep), then pytest
-#      (torch is installed too, so the torch comparisons and autograd
+#      (with matplotlib, so test_plot.py draws every benchmark figure from
+#      a fixture; torch is installed too, so the torch comparisons and autograd
 #      checks run; SCATTERX_TORCH=0 skips it and those tests say so),
 #      then the API reference (docs/, Sphinx, warnings are errors) into
 #      build/docs (where torch and the distributed layer are there to import),

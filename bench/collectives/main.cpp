@@ -4,7 +4,7 @@
 //   mpirun -n 2 scatterx_bench_collectives [--min-bytes 1K] [--max-bytes 64M]
 //       [--factor 4] [--iters N] [--warmup N] [--dtype float32|bfloat16|float64]
 //       [--ops reduce_scatter,all_gather,all_reduce,all_to_all_v,all_to_all_single]
-//       [--markdown FILE] [--strict] [--retries 2] [--noisy 0.10] [--timeout 60]
+//       [--markdown FILE] [--json FILE] [--strict] [--retries 2] [--noisy 0.10] [--timeout 60]
 //
 // Pairs (scatterx / native):
 //   reduce_scatter     reduce_scatter_tensor(out [n], in [ws*n], Sum)
@@ -297,6 +297,7 @@ int run(int argc, char** argv) {
     const FloorVerdicts floors = print_table(report, results);
     print_summary(report, opt, floors, other_all, failures);
     if (!opt.markdown.empty()) report.write_markdown(opt.markdown);
+    if (!opt.json.empty()) write_json(opt.json, opt, results);
     status = failures ? 1 : (opt.strict && !floors.missed.empty()) ? 1 : 0;
   }
   MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);

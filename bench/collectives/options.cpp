@@ -29,6 +29,8 @@ const std::string& usage_text() {
       "                     all_to_all_single, broadcast (default: the first five), copy (every\n"
       "                     rank copies the all-gather's output size locally: the copy limit)\n"
       "  --markdown FILE    also write the report as markdown to FILE\n"
+      "  --json FILE        also write the rows as JSON to FILE (scatterx-bench-results/1, documented in\n"
+      "                     python_bindings/scatterx/bench/results.py; bench/plot.py draws them)\n"
       "  --strict           exit 1 when a floor is missed (" +
       floors_ranks() + ", " + floors_sizes() +
       ")\n"
@@ -144,6 +146,8 @@ Options parse_options(int argc, char** argv) {
       o.ops = parse_ops(next());
     } else if (arg == "--markdown") {
       o.markdown = next();
+    } else if (arg == "--json") {
+      o.json = next();
     } else if (arg == "--strict") {
       o.strict = true;
     } else if (arg == "--retries") {

@@ -20,6 +20,7 @@ struct Options {
   scatterx::DType dtype = scatterx::DType::Float32;
   std::vector<std::string> ops{"reduce_scatter", "all_gather", "all_reduce", "all_to_all_v", "all_to_all_single"};
   std::string markdown;
+  std::string json;  // --json FILE: the rows in the format of python_bindings/scatterx/bench/results.py
   bool strict = false;
   int retries = 2;
   double noisy = 0.10;

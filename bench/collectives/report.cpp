@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <sstream>
 
 #include "floors.h"
@@ -126,6 +127,36 @@ std::string floors_line(const Options& opt, const FloorVerdicts& floors) {
   return s + ".";
 }
 
+// s as a JSON string literal (quotes, backslashes and control characters escaped).
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// A JSON number with 6 significant digits; null for NaN or infinity.
+std::string json_number(double v) { return std::isfinite(v) ? fmt("%.6g", v) : "null"; }
+
+// One row of the JSON file: an implementation's figures for r.
+std::string json_row(const Result& r, const char* impl, const Timing& t, const Options& opt) {
+  return "{\"op\": " + json_string(r.op) + ", \"impl\": \"" + impl + "\", \"ranks\": " + std::to_string(g_ws) +
+         ", \"bytes\": " + std::to_string(r.bytes) + ", \"count\": " + std::to_string(r.count) + ", \"dtype\": \"" +
+         scatterx::dtype_name(opt.dtype) + "\", \"median_us\": " + json_number(t.p50_us) +
+         ", \"p99_us\": " + json_number(t.p99_us) + ", \"algbw_gbps\": " + json_number(r.algbw(t)) +
+         ", \"busbw_gbps\": " + json_number(r.busbw(t)) + "}";
+}
+
 }  // namespace
 
 double quantile(std::vector<double> v, double q) {
@@ -226,6 +257,33 @@ FloorVerdicts print_table(Report& report, const std::vector<Result>& results) {
   }
   report.emit("");
   return floors;
+}
+
+void write_json(const std::string& path, const Options& opt, const std::vector<Result>& results) {
+  if (g_rank != 0) return;
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "cannot write %s\n", path.c_str());
+    return;
+  }
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  std::fprintf(f,
+               "{\"format\": \"scatterx-bench-results/1\", \"suite\": \"collectives\", "
+               "\"tool\": \"scatterx_bench_collectives\",\n \"date\": \"%s\", \"machine\": {\"cpu\": %s, "
+               "\"logical_cpus\": %ld, \"mpi\": %s},\n \"rows\": [",
+               date, json_string(cpu_model()).c_str(), sysconf(_SC_NPROCESSORS_ONLN),
+               json_string(mpi_library()).c_str());
+  const char* sep = "\n  ";
+  for (const Result& r : results) {
+    if (std::isnan(r.sx.p50_us)) continue;  // not timed: its check failed with an error
+    std::fprintf(f, "%s%s", sep, json_row(r, "scatterx", r.sx, opt).c_str());
+    sep = ",\n  ";
+    std::fprintf(f, "%s%s", sep, json_row(r, r.op == "copy" ? "memcpy" : "mpi", r.mpi, opt).c_str());
+  }
+  std::fprintf(f, "\n]}\n");
+  std::fclose(f);
 }
 
 void print_summary(Report& report, const Options& opt, const FloorVerdicts& floors, double other_all, int failures) {

@@ -68,6 +68,13 @@ struct FloorVerdicts {
 // The table, one scatterx row and one MPI row per result; returns the floors' verdicts. Rank 0.
 FloorVerdicts print_table(Report& report, const std::vector<Result>& results);
 
+// The results as JSON (format "scatterx-bench-results/1", suite "collectives",
+// documented in python_bindings/scatterx/bench/results.py): a scatterx row and a
+// native row (impl "mpi"; "memcpy" for the copy op) per timed op and size;
+// NaN figures are written as null. Rank 0; a file that cannot be written is
+// reported on stderr.
+void write_json(const std::string& path, const Options& opt, const std::vector<Result>& results);
+
 // The lines below the table. Rank 0.
 void print_summary(Report& report, const Options& opt, const FloorVerdicts& floors, double other_all, int failures);
 
