@@ -2,7 +2,7 @@
 
     python -m scatterx.bench.plot RESULTS.json ... [-o DIR]        (bench/plot.py is the same command)
 
-Figures, each written when the results hold its rows:
+Figures, each written when the results hold its rows::
 
   busbw_<op>.png            collectives: bus bandwidth against message size, log-log, one panel per peer the
                             results measured scatterx beside (MPI from the C++ benchmark, gloo from the torch

@@ -11,7 +11,7 @@ Every suite writes one object per run::
      other keys the suite adds (versions: "torch", "scatterx"; the local suite's "size": "full" | "small"),
      "rows": [...]}
 
-Rows by suite (times in the unit their name says; GB = 1e9 bytes; a figure that was not measured is null):
+Rows by suite (times in the unit their name says; GB = 1e9 bytes; a figure that was not measured is null)::
 
   collectives  {"op": "all_reduce", "impl": "scatterx" | "mpi" | "gloo" | "memcpy", "ranks": 2, "bytes": size
                as nccl-tests defines it (the gathered output, the reduce-scatter's input, the all-reduce's
