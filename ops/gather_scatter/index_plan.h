@@ -11,7 +11,11 @@
 //  - The plan copies what it needs: the index may change or be freed after.
 //  - Memory: O(positions + dim_size) int64, held until the last copy of the
 //    plan goes (copies share it). Immutable, so usable from many threads.
-//  - CPU only (a CUDA index raises ArgumentError, as gather_scatter does).
+//  - Device: the plan lives on its index's device (CPU or CUDA) and takes
+//    tensors of that device only. A CUDA plan groups on the GPU (a stable
+//    radix sort, enqueued on the current stream); building it synchronizes
+//    only where the host needs a value: dim_size < 0 (max + 1) and the index
+//    check (both read one small result back).
 #pragma once
 
 #include <cstdint>
@@ -24,8 +28,11 @@ namespace scatterx {
 
 namespace detail {
 struct TargetGroups;
+namespace cuda {
+struct DeviceGroups;
+}
 
-// Checks a 1-d int32/int64 cpu index against dim_size (>= 0), or that its
+// Checks a 1-d int32/int64 index (cpu or CUDA) against dim_size (>= 0), or that its
 // values are >= 0 when dim_size < 0; returns dim_size, or max(index) + 1 (0
 // for an empty index). The checks of IndexPlan and of gather_scatter's
 // dst_index; op and name label the errors.
@@ -41,16 +48,28 @@ class IndexPlan {
 
   int64_t dim_size() const { return dim_size_; }
   int64_t positions() const { return positions_; }
-  // How many positions hold each value: [dim_size] int64.
+  Device device() const { return device_; }
+  // How many positions hold each value: [dim_size] int64 on the plan's device.
   Tensor counts() const;
 
-  const detail::TargetGroups& groups() const { return *groups_; }
+  // The grouping: groups() of a cpu plan, device_groups() of a CUDA one
+  // (the other raises ArgumentError naming `op`).
+  const detail::TargetGroups& groups(const char* op = "IndexPlan") const;
+  const detail::cuda::DeviceGroups& device_groups(const char* op = "IndexPlan") const;
 
  private:
-  std::shared_ptr<const detail::TargetGroups> groups_;
+  std::shared_ptr<const detail::TargetGroups> groups_;                // cpu plans
+  std::shared_ptr<const detail::cuda::DeviceGroups> device_groups_;  // CUDA plans
+  Device device_ = Device::cpu();
   int64_t dim_size_ = 0;
   int64_t positions_ = 0;
 };
+
+namespace detail {
+// Raises ArgumentError unless the plan lives on `tensor`'s device:
+// "<op>: expected the plan on <name>'s device (<device>), got a plan on <device>".
+void check_plan_device(const char* op, const char* name, const TensorView& tensor, const IndexPlan& plan);
+}  // namespace detail
 
 // gather_scatter (gather_scatter.h) with the destinations grouped by `dst`.
 Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const IndexPlan& dst, Reduce reduce,
