@@ -40,9 +40,14 @@ import os
 import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_torch import (K_SEED, NOISY, RETRIES, SIZES, CpuMonitor, cpu_model, fill, interleaved,  # noqa: E402
-                         make_index, pct, rel_iqr, wait_quiet)
+from scatterx.bench.data import K_SEED, fill, make_index
+from scatterx.bench.local import SIZES
+from scatterx.bench.machine import cpu_model
+from scatterx.bench.timing import NOISY, RETRIES, CpuMonitor, interleaved, rel_iqr, wait_quiet
+
+
+def pct(x: float) -> str:
+    return "-" if x != x else f"{x:.0%}"
 
 FLOORS = {"segment_csr": 1.5, "scatter": 1.5, "scatter_softmax": 2.0}
 

@@ -8,8 +8,10 @@
 #include "ops/detail/checks.h"
 #include "ops/detail/segments.h"
 #include "ops/dispatch.h"
+#include "ops/gather_scatter/cuda/gather_scatter_cuda.h"
 #include "ops/gather_scatter/gather_scatter_args.h"
 #include "ops/gather_scatter/index_plan.h"
+#include "ops/runtime/cuda/runtime.h"
 
 namespace scatterx {
 
@@ -27,7 +29,6 @@ void check_sources(const char* op, const TensorView& x, const TensorView* src_in
                    const TensorView* edge_weight) {
   if (src_index != nullptr) detail::check_devices(op, {{"x", &x}, {"src_index", src_index}});
   if (edge_weight != nullptr) detail::check_devices(op, {{"x", &x}, {"edge_weight", edge_weight}});
-  SCATTERX_CHECK(!x.device().is_cuda(), ArgumentError, op, "not yet on CUDA: ", op, " runs on cpu tensors only");
   SCATTERX_CHECK(is_floating_point(x.dtype()), DTypeError, op, "expected ", src_index ? "x" : "src",
                  " of a floating dtype, got ", dtype_name(x.dtype()));
   if (edge_weight != nullptr) detail::check_same_dtype(op, "edge_weight", *edge_weight, "x", x);
@@ -64,19 +65,40 @@ int64_t check_edge_lists(const char* op, const TensorView& x, const TensorView& 
   return edges;
 }
 
-// The checked call, with the destinations grouped (groups), or to be grouped
-// densely by the kernel (dst_index), into `into` (checked by
-// gather_scatter_out) or a new tensor, returned.
-Tensor run(const char* op, const TensorView& x, const TensorView* src_index, const detail::TargetGroups* groups,
-           const TensorView* dst_index, Reduce reduce, const TensorView* edge_weight, int64_t edges, int64_t num_out,
-           const TensorView* into = nullptr) {
+// Where the destinations come from: grouped already (a cpu plan's groups or a
+// CUDA plan's device_groups), or dst_index, grouped by the kernel (cpu: a
+// counting sort) or here (CUDA: group_by_value).
+struct Destinations {
+  const detail::TargetGroups* groups = nullptr;
+  const detail::cuda::DeviceGroups* device_groups = nullptr;
+  const TensorView* dst_index = nullptr;
+};
+
+Destinations of_plan(const char* op, const IndexPlan& plan) {
+  if (plan.device().is_cuda()) return {nullptr, &plan.device_groups(op), nullptr};
+  return {&plan.groups(op), nullptr, nullptr};
+}
+
+void zero_fill(const TensorView& t) {
+  const int64_t bytes = t.numel() * t.element_size();
+  if (bytes == 0) return;
+  if (t.device().is_cuda())
+    detail::cuda::fill_zero(t.data(), bytes, "gather_scatter");
+  else
+    std::memset(t.data(), 0, static_cast<size_t>(bytes));
+}
+
+// The checked call into `into` (checked by gather_scatter_out) or a new
+// tensor, returned.
+Tensor run(const char* op, const TensorView& x, const TensorView* src_index, const Destinations& dst, Reduce reduce,
+           const TensorView* edge_weight, int64_t edges, int64_t num_out, const TensorView* into = nullptr) {
   Shape out_shape = x.sizes();
   out_shape[0] = num_out;
   int64_t features = 1;
   for (int64_t d = 1; d < x.dim(); ++d) features *= x.size(d);
   if (num_out == 0 || features == 0 || edges == 0) {
     if (into == nullptr) return Tensor::zeros(out_shape, x.dtype(), x.device());
-    if (into->numel() > 0) std::memset(into->data(), 0, static_cast<size_t>(into->numel() * element_size(x.dtype())));
+    zero_fill(*into);
     return Tensor();
   }
   // every row is written (or zeroed) by the kernel
@@ -90,15 +112,35 @@ Tensor run(const char* op, const TensorView& x, const TensorView* src_index, con
   a.reduce = reduce;
   a.x = TensorView(xc.data(), xc.dtype(), Shape{x.size(0), features}, Shape{features, 1}, xc.device());
   if (src_index != nullptr) a.src_index = *src_index;
-  a.groups = groups;
-  if (dst_index != nullptr) a.dst_index = *dst_index;
   if (edge_weight != nullptr) a.weight = *edge_weight;
   a.out = out;
   a.edges = edges;
   a.features = features;
   a.num_out = num_out;
+  if (x.device().is_cuda()) {
+    if (dst.device_groups != nullptr) {
+      detail::cuda::gather_scatter(a, *dst.device_groups);
+    } else {
+      detail::cuda::gather_scatter(a, detail::cuda::group_by_value(op, *dst.dst_index, num_out));
+    }
+    return fresh;
+  }
+  a.groups = dst.groups;
+  if (dst.dst_index != nullptr) a.dst_index = *dst.dst_index;
   detail::gather_scatter_cpu(a);
   return fresh;
+}
+
+// dst_index's destinations: given to the kernel to group (the CPU's dense
+// counting sort lays the edges out as it groups them: no plan to build and
+// read back), or grouped into a plan first (sparse, cpu).
+template <typename Call>
+Tensor with_destinations(const char* op, const TensorView& dst_index, int64_t edges, int64_t num_out,
+                         const Call& call) {
+  if (dst_index.device().is_cuda() || detail::groups_densely(edges, num_out))
+    return call(Destinations{nullptr, nullptr, &dst_index});
+  const IndexPlan plan(dst_index, num_out, op, "dst_index");
+  return call(of_plan(op, plan));
 }
 
 }  // namespace
@@ -108,12 +150,9 @@ Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const Te
   constexpr const char* op = "gather_scatter";
   const int64_t edges = check_edge_lists(op, x, src_index, dst_index, reduce, edge_weight);
   const int64_t num_out = detail::checked_dim_size(op, "dst_index", dst_index, dim_size);
-  if (detail::groups_densely(edges, num_out)) {
-    // The kernel's counting sort lays the edges out as it groups them: no plan to build and read back.
-    return run(op, x, &src_index, nullptr, &dst_index, reduce, edge_weight, edges, num_out);
-  }
-  const IndexPlan dst(dst_index, num_out, op, "dst_index");
-  return run(op, x, &src_index, &dst.groups(), nullptr, reduce, edge_weight, edges, dst.dim_size());
+  return with_destinations(op, dst_index, edges, num_out, [&](const Destinations& dst) {
+    return run(op, x, &src_index, dst, reduce, edge_weight, edges, num_out);
+  });
 }
 
 void gather_scatter_out(const TensorView& out, const TensorView& x, const TensorView& src_index,
@@ -129,25 +168,24 @@ void gather_scatter_out(const TensorView& out, const TensorView& x, const Tensor
                  out.sizes().str(), out.is_contiguous() ? "" : " (strided)");
   const int64_t num_out = out.size(0);
   detail::check_named_index_bounds(op, "dst_index", dst_index, 0, num_out);
-  if (detail::groups_densely(edges, num_out)) {
-    run(op, x, &src_index, nullptr, &dst_index, reduce, edge_weight, edges, num_out, &out);
-    return;
-  }
-  const IndexPlan dst(dst_index, num_out, op, "dst_index");
-  run(op, x, &src_index, &dst.groups(), nullptr, reduce, edge_weight, edges, num_out, &out);
+  with_destinations(op, dst_index, edges, num_out, [&](const Destinations& dst) {
+    return run(op, x, &src_index, dst, reduce, edge_weight, edges, num_out, &out);
+  });
 }
 
 Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const IndexPlan& dst, Reduce reduce,
                       const TensorView* edge_weight) {
   constexpr const char* op = "gather_scatter";
+  detail::check_plan_device(op, "x", x, dst);
   check_sources(op, x, &src_index, dst.positions(), reduce, edge_weight);
-  return run(op, x, &src_index, &dst.groups(), nullptr, reduce, edge_weight, dst.positions(), dst.dim_size());
+  return run(op, x, &src_index, of_plan(op, dst), reduce, edge_weight, dst.positions(), dst.dim_size());
 }
 
 Tensor scatter_by_plan(const TensorView& src, const IndexPlan& plan, Reduce reduce) {
   constexpr const char* op = "scatter_by_plan";
+  detail::check_plan_device(op, "src", src, plan);
   check_sources(op, src, nullptr, plan.positions(), reduce, nullptr);
-  return run(op, src, nullptr, &plan.groups(), nullptr, reduce, nullptr, plan.positions(), plan.dim_size());
+  return run(op, src, nullptr, of_plan(op, plan), reduce, nullptr, plan.positions(), plan.dim_size());
 }
 
 }  // namespace scatterx

@@ -16,12 +16,19 @@
 //    written once: mean divides by max(count, 1); a row no edge reaches is 0
 //    for every reduce (torch_scatter's rule).
 //  - Deterministic: results do not depend on the thread count.
-//  - Extra memory: the grouping of edges by destination (O(E) int64) and a
+//  - Extra memory: the grouping of edges by destination (O(E + num_out)
+//    int64; on CUDA also the sort's keys and scratch during the call) and a
 //    contiguous copy of x when x is not contiguous; never E x F.
 //  - Invalid arguments raise before anything is computed: ArgumentError for
 //    shapes and the reduce, DTypeError for dtypes, IndexError for an index
 //    value out of range (naming the first bad position).
-//  - CPU only so far: a CUDA x raises ArgumentError ("not yet on CUDA").
+//  - CPU and CUDA (every tensor on one device; a plan on theirs). On CUDA
+//    the destinations are grouped by a stable radix sort on the GPU (or come
+//    from a CUDA IndexPlan) and each output element is folded by one thread
+//    in edge order: no atomics, and the result equals the CPU backend's bit
+//    for bit. The index checks read one small result back (a synchronization,
+//    as every checked CUDA op; scatterx::cuda::set_index_checks(false) skips
+//    them, and then an edge whose index is out of range is skipped).
 #pragma once
 
 #include <cstdint>

@@ -58,7 +58,7 @@ class IndexPlan {
   const detail::cuda::DeviceGroups& device_groups(const char* op = "IndexPlan") const;
 
  private:
-  std::shared_ptr<const detail::TargetGroups> groups_;                // cpu plans
+  std::shared_ptr<const detail::TargetGroups> groups_;               // cpu plans
   std::shared_ptr<const detail::cuda::DeviceGroups> device_groups_;  // CUDA plans
   Device device_ = Device::cpu();
   int64_t dim_size_ = 0;

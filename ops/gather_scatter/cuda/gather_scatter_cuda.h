@@ -65,7 +65,7 @@ void gather_dot(const char* op, const TensorView& a, const TensorView& a_index, 
 // one floating dtype, the rows grouped by `groups`; scatter_softmax.h's
 // arithmetic (max, then the sum of exp(x - max) in position order, then each
 // output). A row in no group (checks off) is left as 0.
-void scatter_softmax(const char* op, const TensorView& src, const DeviceGroups& groups, const TensorView& out,
-                     bool log, double eps);
+void scatter_softmax(const char* op, const TensorView& src, const DeviceGroups& groups, const TensorView& out, bool log,
+                     double eps);
 
 }  // namespace scatterx::detail::cuda
