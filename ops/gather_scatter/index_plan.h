@@ -15,7 +15,10 @@
 //    tensors of that device only. A CUDA plan groups on the GPU (a stable
 //    radix sort, enqueued on the current stream); building it synchronizes
 //    only where the host needs a value: dim_size < 0 (max + 1) and the index
-//    check (both read one small result back).
+//    check (both read one small result back). Its memory is stream-ordered
+//    on the stream current when it was built: a caller that uses the plan on
+//    another stream orders that stream after the building one first (as with
+//    any CUDA memory made on one stream and read on another).
 #pragma once
 
 #include <cstdint>
