@@ -21,21 +21,23 @@ namespace scatterx::detail::cuda {
 
 namespace {
 
+// CUDA's math library (expf / logf within 2 / 1 ulp, exp / log within 1),
+// named from the global namespace so no scatterx name can stand in.
 template <typename A>
 __device__ __forceinline__ A exp_of(A x) {
   if constexpr (std::is_same_v<A, float>) {
-    return expf(x);
+    return ::expf(x);
   } else {
-    return exp(x);
+    return ::exp(x);
   }
 }
 
 template <typename A>
 __device__ __forceinline__ A log_of(A x) {
   if constexpr (std::is_same_v<A, float>) {
-    return logf(x);
+    return ::logf(x);
   } else {
-    return log(x);
+    return ::log(x);
   }
 }
 
