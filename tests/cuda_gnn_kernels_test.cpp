@@ -115,6 +115,16 @@ double output_ulp(DType dtype) {
   return 0;  // no rounding beyond the accumulation type's
 }
 
+// Finite values in +-[1 / max, max], no specials (the tests place their own):
+// no 16-bit overflow in a dot, exp(x - max) stays a normal float.
+ValueOptions bounded_values(double max) {
+  ValueOptions values;
+  values.special_rate = 0;
+  values.near_one = true;
+  values.near_one_max = max;
+  return values;
+}
+
 class CudaGnnKernelsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -157,9 +167,7 @@ class CudaGnnKernelsTest : public ::testing::Test {
 TEST_F(CudaGnnKernelsTest, GatherDotMatchesCpu) {
   constexpr int64_t kRowsA = 37;
   constexpr int64_t kRowsB = 53;
-  ValueOptions values;
-  values.special_rate = 0;
-  values.near_one = true;  // +-[1/2, 2]: no 16-bit overflow
+  const ValueOptions values = bounded_values(2);
   int case_number = 0;
   for (DType dtype : kFloatDTypes) {
     for (DType a_index_dtype : kIndexDTypes) {
@@ -199,8 +207,8 @@ TEST_F(CudaGnnKernelsTest, GatherDotMatchesCpu) {
 
 TEST_F(CudaGnnKernelsTest, GatherDotErrorsAndUncheckedIndex) {
   Rng rng(case_seed(current_test_name(), 0));
-  const Buf a = random_buf({4, 8}, DType::Float32, kContiguous, rng);
-  const Buf b = random_buf({5, 8}, DType::Float32, kContiguous, rng);
+  const Buf a = random_buf({4, 8}, DType::Float32, kContiguous, rng, bounded_values(2));
+  const Buf b = random_buf({5, 8}, DType::Float32, kContiguous, rng, bounded_values(2));
   const Buf bad = index_of({0, 1, 2, 4, 3}, DType::Int64, 1);  // 4 is out of range for a
   const Buf good = index_of({0, 1, 2, 3, 3}, DType::Int64, 1);
   const DeviceBuf da = to_device(a);
@@ -285,10 +293,7 @@ void add_special_values(const TensorView& src, const std::vector<int64_t>& index
 
 TEST_F(CudaGnnKernelsTest, ScatterSoftmaxMatchesCpu) {
   constexpr int64_t kPositions = 300;
-  ValueOptions values;
-  values.special_rate = 0;
-  values.near_one = true;  // +-[1/8, 8]: exp(x - max) stays normal
-  values.near_one_max = 8;
+  const ValueOptions values = bounded_values(8);
   int case_number = 0;
   for (DType dtype : kFloatDTypes) {
     for (DType index_dtype : kIndexDTypes) {
@@ -332,7 +337,7 @@ TEST_F(CudaGnnKernelsTest, ScatterSoftmaxEmptyAndStridedSrc) {
   // A transposed src (the front end copies it) with rows of more than one dim.
   const std::vector<int64_t> index = softmax_index(50, rng);
   const Buf host_index = index_of(index, DType::Int32, 1);
-  const Buf src = random_buf({50, 3, 4}, DType::Float32, kPermute, rng);
+  const Buf src = random_buf({50, 3, 4}, DType::Float32, kPermute, rng, bounded_values(8));
   const Tensor want = scatterx::scatter_softmax(src.view, IndexPlan(host_index.view, kGroups), true);
   const DeviceBuf device_index = to_device(host_index);
   const Tensor got =
@@ -346,7 +351,7 @@ TEST_F(CudaGnnKernelsTest, ScatterSoftmaxUncheckedRowIsZero) {
   Rng rng(case_seed(current_test_name(), 0));
   std::vector<int64_t> index = softmax_index(40, rng);
   index[5] = kGroups;  // out of range: in no group of the CUDA plan
-  const Buf src = random_buf({40, 5}, DType::Float32, kContiguous, rng);
+  const Buf src = random_buf({40, 5}, DType::Float32, kContiguous, rng, bounded_values(8));
   // The CPU reference puts position 5 alone in an extra group: the others are unchanged.
   const Tensor want = scatterx::scatter_softmax(src.view, IndexPlan(index_of(index, DType::Int64, 1).view), false);
   sxc::set_index_checks(false);
