@@ -282,10 +282,12 @@ TEST(ScatterSoftmaxErrors, Checked) {
         scatterx::scatter_softmax(Tensor::zeros({3, 2}, DType::Int64), plan, false);
       },
       {"scatter_softmax: ", "src of a floating dtype", "int64"});
+  // The plan's device is checked before anything touches src: no GPU needed.
   float dummy[6] = {};
   const TensorView on_gpu(dummy, DType::Float32, Shape{3, 2}, scatterx::Device::cuda(0));
-  expect_error<scatterx::ArgumentError>([&] { scatterx::scatter_softmax(on_gpu, plan, false); },
-                                        {"scatter_softmax: ", "not yet on CUDA"});
+  expect_error<scatterx::ArgumentError>(
+      [&] { scatterx::scatter_softmax(on_gpu, plan, false); },
+      {"scatter_softmax: ", "expected the plan on src's device (cuda:0)", "got a plan on cpu"});
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "ops/detail/checks.h"
 #include "ops/dispatch.h"
+#include "ops/gather_scatter/cuda/gather_scatter_cuda.h"
 #include "ops/reduce_ops.h"
 #include "ops/runtime/parallel.h"
 
@@ -75,7 +76,6 @@ void check_rows(const char* op, const char* name, const TensorView& t, const cha
 Tensor gather_dot(const TensorView& a, const TensorView& a_index, const TensorView& b, const TensorView& b_index) {
   constexpr const char* op = "gather_dot";
   detail::check_devices(op, {{"a", &a}, {"a_index", &a_index}, {"b", &b}, {"b_index", &b_index}});
-  SCATTERX_CHECK(!a.device().is_cuda(), ArgumentError, op, "not yet on CUDA: ", op, " runs on cpu tensors only");
   SCATTERX_CHECK(is_floating_point(a.dtype()), DTypeError, op, "expected a of a floating dtype, got ",
                  dtype_name(a.dtype()));
   detail::check_same_dtype(op, "b", b, "a", a);
@@ -98,6 +98,10 @@ Tensor gather_dot(const TensorView& a, const TensorView& a_index, const TensorVi
   const Tensor b_copy = b.is_contiguous() ? Tensor() : Tensor::clone(b);
   const TensorView ac = a.is_contiguous() ? a : TensorView(a_copy);
   const TensorView bc = b.is_contiguous() ? b : TensorView(b_copy);
+  if (a.device().is_cuda()) {
+    detail::cuda::gather_dot(op, ac, a_index, bc, b_index, features, out);
+    return out;
+  }
   dispatch_dtype(a.dtype(), op, [&](auto dtype_tag) {
     constexpr DType D = decltype(dtype_tag)::value;
     if constexpr (is_floating_point(D)) {

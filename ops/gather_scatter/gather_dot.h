@@ -8,15 +8,17 @@
 //  - a is [Na, F...] and b is [Nb, F...] (rows along dim 0, any strides, the
 //    same sizes after dim 0 and the same floating dtype); a_index and
 //    b_index are 1-d int32 or int64 of one length E (their dtypes may differ).
-//  - out is a new contiguous [E] tensor in a's dtype. Each dot is summed in
-//    the accumulation type (float for 16-bit floats) in a fixed order that
-//    does not depend on the thread count: deterministic.
+//  - out is a new contiguous [E] tensor in a's dtype, on a's device. Each dot
+//    is summed in the accumulation type (float for 16-bit floats) in a fixed
+//    order that does not depend on the thread count or the CUDA grid:
+//    deterministic on either device.
 //  - E == 0 gives an empty out; F == 0 gives zeros.
 //  - Extra memory: a contiguous copy of a or b when it is not contiguous;
 //    never E x F.
 //  - Invalid arguments raise before anything is computed (ArgumentError,
 //    DTypeError, IndexError naming the first bad position).
-//  - CPU only so far: a CUDA tensor raises ArgumentError ("not yet on CUDA").
+//  - CPU and CUDA (all four tensors on one device). The two backends sum in
+//    different orders, so they agree within rounding, not bit for bit.
 #pragma once
 
 #include "ops/tensor.h"

@@ -19,14 +19,17 @@
 //  - out is a new contiguous tensor of src's shape (never aliases src);
 //    every element is written once. An empty src gives an empty out.
 //  - Deterministic: each group is computed by one thread in index order, so
-//    results do not depend on the thread count. exp is scatterx's own in
-//    float (within 2 ulp of the correctly rounded value) and std::exp in
-//    double; log is std::log.
+//    results do not depend on the thread count (nor the CUDA grid). exp is
+//    scatterx's own in float (within 2 ulp of the correctly rounded value)
+//    and std::exp in double; log is std::log. CUDA uses its expf / exp /
+//    logf / log: results agree with the CPU within rounding, not bit for bit.
 //  - Extra memory: a contiguous copy of src when src is not contiguous, and
 //    a fixed scratch per thread; never another E x F.
 //  - Invalid arguments raise before anything is computed: ArgumentError for
 //    shapes, DTypeError for a non-floating src.
-//  - CPU only so far: a CUDA src raises ArgumentError ("not yet on CUDA").
+//  - CPU and CUDA: the plan must live on src's device (ArgumentError
+//    otherwise). On CUDA with index checks off, a row whose index value was
+//    out of range belongs to no group and reads 0.
 #pragma once
 
 #include <cstdint>

@@ -5,8 +5,9 @@
 // build without the backend raises from each (no_cuda.cpp).
 //
 // Every kernel here folds each output element in position order, one thread
-// per element, with the shared functors of ops/reduce_ops.h: results are
-// deterministic and do not depend on the launch shape. Nothing synchronizes
+// per element, with the shared functors of ops/reduce_ops.h (gather_dot: a
+// few lanes per dot, in a fixed order): results are deterministic and do not
+// depend on the launch shape. Nothing synchronizes
 // the host except index_range (it returns values the host needs).
 #pragma once
 
@@ -56,8 +57,8 @@ void gather_scatter(const GatherScatterArgs& args, const DeviceGroups& groups);
 // gather_dot's kernel: out[e] = sum over f < features of a[a_index[e], f] *
 // b[b_index[e], f] for contiguous a [Na, features], b [Nb, features] and a
 // contiguous [E] out, all of one floating dtype, folded in the accumulation
-// type in feature order. An edge whose index is out of range (checks off)
-// gets 0.
+// type in an order fixed by `features` alone (strided partial sums, then a
+// fixed tree). An edge whose index is out of range (checks off) gets 0.
 void gather_dot(const char* op, const TensorView& a, const TensorView& a_index, const TensorView& b,
                 const TensorView& b_index, int64_t features, const TensorView& out);
 

@@ -3,6 +3,7 @@
 #include "ops/cuda.h"
 #include "ops/detail/cuda/index_check.h"
 #include "ops/gather/cuda/gather_cuda.h"
+#include "ops/gather_scatter/cuda/gather_scatter_cuda.h"
 #include "ops/runtime/cuda/runtime.h"
 #include "ops/scatter/cuda/scatter_cuda.h"
 #include "ops/segment/cuda/segment_cuda.h"
@@ -56,6 +57,17 @@ void gather(const GatherArgs& args) { unavailable(args.op); }
 void scatter(const ScatterArgs& args) { unavailable(args.op); }
 void segment(const SegmentArgs& args) { unavailable(args.op); }
 void segment_gather(const SegmentGatherArgs& args) { unavailable(args.op); }
+DeviceGroups group_by_value(const char* op, const TensorView&, int64_t) { unavailable(op); }
+void group_counts(const char* op, const DeviceGroups&, const TensorView&) { unavailable(op); }
+IndexRange index_range(const char* op, const TensorView&) { unavailable(op); }
+void gather_scatter(const GatherScatterArgs& args, const DeviceGroups&) { unavailable(args.op); }
+void gather_dot(const char* op, const TensorView&, const TensorView&, const TensorView&, const TensorView&, int64_t,
+                const TensorView&) {
+  unavailable(op);
+}
+void scatter_softmax(const char* op, const TensorView&, const DeviceGroups&, const TensorView&, bool, double) {
+  unavailable(op);
+}
 
 }  // namespace detail::cuda
 }  // namespace scatterx
