@@ -418,9 +418,11 @@ def gather_scatter(x: Array, src_index: Array, dst_index: Array, reduce: str = "
     ``dst_index`` may be a :class:`IndexPlan` built from it once (no check and no grouping per call).
     ``reduce`` is ``'sum' | 'mean' | 'amax' | 'amin'`` (a destination no edge reaches is 0);
     ``dim_size`` defaults to ``max(dst_index) + 1``. Each destination row folds its edges in edge
-    order in the accumulation type (float for float16/bfloat16), so results are deterministic.
-    CPU only so far. Differentiable in x and edge_weight for every reduce (``scatterx.torch``).
-    Errors: IndexError (an index out of range), ValueError (shapes, a CUDA array, reduce), TypeError.
+    order in the accumulation type (float for float16/bfloat16), so results are deterministic, on CPU
+    and CUDA alike (a CUDA call takes CUDA arrays and a plan built on their device; without edge_weight,
+    float32/float64 results equal the CPU's bit for bit). Differentiable in x and edge_weight for every
+    reduce (``scatterx.torch``). Errors: IndexError (an index out of range), ValueError (shapes, devices,
+    a plan on another device, reduce), TypeError.
     """
     op = "gather_scatter"
     if not isinstance(reduce, str):
@@ -444,9 +446,10 @@ def gather_dot(a: Array, a_index: Array, b: Array, b_index: Array) -> Array:
     (torch: ``(a[a_index] * b[b_index]).sum(-1)`` with :torch:`index_select`).
 
     ``a`` and ``b`` share a floating dtype; the indices are 1-d int32/int64 of one length E. Each dot is
-    summed in the accumulation type (float for float16/bfloat16) in a fixed order: deterministic. CPU only
-    so far. Not differentiable (call it on detached tensors). The result is 1-d of length E in a's
-    dtype. Errors: IndexError (an index out of range), ValueError (shapes), TypeError (dtypes).
+    summed in the accumulation type (float for float16/bfloat16) in a fixed order: deterministic, on CPU
+    and CUDA arrays alike (all on one device). Not differentiable (call it on detached tensors). The result
+    is 1-d of length E in a's dtype. Errors: IndexError (an index out of range), ValueError (shapes,
+    devices), TypeError (dtypes).
     """
     op = "gather_dot"
     return _C.gather_dot(_raw(a, op, "a"), _raw(a_index, op, "a_index"), _raw(b, op, "b"),

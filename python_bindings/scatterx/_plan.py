@@ -18,14 +18,33 @@ class IndexPlan:
     """``IndexPlan(index, dim_size=None)``: a 1-d int32/int64 index whose values lie in ``[0, dim_size)``
     (``dim_size`` defaults to ``max(index) + 1``), grouped by value, stably. The plan copies what it needs
     (later changes to ``index`` do not reach it) and keeps ``index`` itself for the backward passes.
-    CPU only so far. Errors: IndexError for a value outside ``[0, dim_size)``, ValueError for an index that
-    is not 1-d, TypeError for an index dtype other than int32/int64."""
+
+    The plan lives on its index's device (:attr:`device`) and takes arrays of that device only: a CPU plan
+    groups on the host, a CUDA plan (from a torch CUDA tensor or a CuPy array) on the GPU, enqueued on the
+    caller's current stream. Building a CUDA plan synchronizes the stream only where the host needs a value
+    back: ``dim_size=None`` (the maximum) and the index check (``scatterx.cuda.index_checks()``, on by
+    default). Errors: IndexError for a value outside ``[0, dim_size)`` (naming it), ValueError for an index
+    that is not 1-d, TypeError for an index dtype other than int32/int64; an op given a plan on another
+    device than its arrays raises ValueError naming the plan's device."""
 
     def __init__(self, index, dim_size: Optional[int] = None):
         from ._ops import _raw
 
         self.index = index
+        # _raw makes the index's current CUDA stream (torch's or CuPy's) the one the grouping is enqueued on.
         self._plan = _C.IndexPlan(_raw(index, "IndexPlan", "index"), -1 if dim_size is None else int(dim_size))
+
+    @property
+    def device(self):
+        """The device the plan lives on, the index's: a ``torch.device`` for a torch index, ``'cuda:<n>'`` for
+        a CuPy array, ``'cpu'`` for a numpy array."""
+        from ._ops import _is_cupy, _is_torch
+
+        if _is_torch(self.index):
+            return self.index.device
+        if _is_cupy(self.index):
+            return f"cuda:{self.index.device.id}"
+        return "cpu"
 
     @property
     def dim_size(self) -> int:
@@ -35,9 +54,11 @@ class IndexPlan:
         return self._plan.positions
 
     def counts(self):
-        """How many positions hold each value: ``[dim_size]`` int64, of the index's array kind."""
-        from ._ops import _framework
+        """How many positions hold each value: ``[dim_size]`` int64, of the index's array kind, on the plan's
+        device (on CUDA, computed on the caller's current stream)."""
+        from ._ops import _framework, _use_stream_of
 
+        _use_stream_of(self.index)
         return self._plan.counts(_framework(self.index))
 
     def check_dim_size(self, op: str, dim_size: Optional[int]) -> None:

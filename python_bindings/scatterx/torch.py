@@ -233,8 +233,10 @@ class _GatherScatter(torch.autograd.Function):
     def forward(ctx, x, src_index, dst, reduce, edge_weight, dim_size):
         out = _ops.gather_scatter(x, src_index, dst, reduce, edge_weight=edge_weight, dim_size=dim_size)
         ctx.reduce = reduce
-        # A plan keeps its index tensor: the backward passes read the destinations from it.
-        dst_index = _tensor(dst.index, x) if isinstance(dst, IndexPlan) else dst
+        # A plan keeps its index tensor: the backward passes read the destinations from it (and mean's
+        # counts from the plan itself, on its device).
+        ctx.plan = dst if isinstance(dst, IndexPlan) else None
+        dst_index = _tensor(dst.index, x) if ctx.plan is not None else dst
         ctx.save_for_backward(x, src_index, dst_index, edge_weight, out if reduce in ("amax", "amin") else None)
         return out
 
@@ -244,7 +246,10 @@ class _GatherScatter(torch.autograd.Function):
         if ctx.reduce in ("amax", "amin"):
             return _extremum_backward(ctx, grad, x, src_index, dst_index, edge_weight, out)
         if ctx.reduce == "mean":  # each edge's share of its row: grad / (edges into the row, at least 1)
-            counts = torch.bincount(dst_index.long(), minlength=grad.shape[0]).clamp_(min=1)
+            if ctx.plan is not None:
+                counts = _tensor(ctx.plan.counts(), grad).clamp_(min=1)
+            else:
+                counts = torch.bincount(dst_index.long(), minlength=grad.shape[0]).clamp_(min=1)
             grad = grad / counts.to(grad.dtype).reshape([-1] + [1] * (grad.dim() - 1))
         grad_x = grad_weight = None
         if ctx.needs_input_grad[0]:  # the transposed graph: rows of grad flow back along the edges

@@ -34,7 +34,8 @@ Consequences checked below, on CPU: with a plain edge_index tensor PyG calls tor
 SAGEConv mean/max/min, GATConv); with an EdgeIndex sorted by destination under deterministic algorithms, every
 aggregation goes through ``segment_csr`` once (GCNConv sum, SAGEConv mean/max/min) and GATConv calls it three
 times (softmax max, softmax sum, aggregation sum); scatter_argmax calls ``scatter_max`` once. On CUDA PyG would
-also route scatter min/max/mul with grad through ``torch_scatter.scatter``; this test does not run on CUDA.
+also route scatter min/max/mul with grad through ``torch_scatter.scatter``; test_cuda_gnn.py runs this scenario
+on a GPU (``_run(..., device="cuda")``) and checks those calls there.
 
 Each scenario runs in a fresh interpreter (PyG decides at import): once with the line above, once with
 ``sys.modules["torch_scatter"] = None`` (PyG's pure-torch paths, also where torch_scatter is installed). Forward
@@ -62,6 +63,7 @@ _SCENARIO = textwrap.dedent(
     r"""
     import collections, sys
     mode, out_path = sys.argv[1], sys.argv[2]
+    device = sys.argv[3] if len(sys.argv) > 3 else "cpu"
     counts = collections.Counter()
     if mode == "scatterx":
         import scatterx.torch_scatter
@@ -91,8 +93,11 @@ _SCENARIO = textwrap.dedent(
     loops = torch.arange(CONNECTED).repeat(2, 1)
     edges = torch.cat([edges, loops], 1)
     key = torch.unique(edges[1] * N + edges[0])  # dedupe, sorted by destination
-    edge_index = torch.stack([key % N, key // N])
-    x0 = torch.randn(N, F, generator=g, dtype=torch.float64)
+    edge_index = torch.stack([key % N, key // N]).to(device)
+    x0 = torch.randn(N, F, generator=g, dtype=torch.float64).to(device)
+
+    def host(t):  # results travel back on the CPU
+        return None if t is None else t.detach().cpu()
 
     def models():
         torch.manual_seed(0)
@@ -108,41 +113,46 @@ _SCENARIO = textwrap.dedent(
     for fmt in ["tensor", "edge_index_csc"]:
         if fmt == "edge_index_csc":
             # ptr reaches the aggregations only with an EdgeIndex sorted by destination, and Aggregation.reduce
-            # uses it only under deterministic algorithms (read when the module is built).
-            torch.use_deterministic_algorithms(True)
+            # uses it only under deterministic algorithms (read when the module is built). On CUDA only warn:
+            # torch has no deterministic form of some CUDA ops these models use.
+            torch.use_deterministic_algorithms(True, warn_only=device != "cpu")
             ei = EdgeIndex(edge_index, sparse_size=(N, N), sort_order="col")
         else:
             ei = edge_index
         for name, conv in models().items():
-            conv = conv.double()
+            conv = conv.double().to(device)
             x = x0.clone().requires_grad_(True)
             counts.clear()
             out = conv(x, ei)
-            (out * torch.linspace(-1, 1, out.numel(), dtype=out.dtype).view_as(out)).sum().backward()
-            res = {"out": out.detach(), "grad/x": x.grad}
+            weight = torch.linspace(-1, 1, out.numel(), dtype=out.dtype, device=out.device).view_as(out)
+            (out * weight).sum().backward()
+            res = {"out": host(out), "grad/x": host(x.grad)}
             for pname, p in conv.named_parameters():
-                res["grad/" + pname] = p.grad
+                res["grad/" + pname] = host(p.grad)
             res["calls"] = dict(counts)
             results[fmt + "/" + name] = res
     # scatter_argmax (TGN's helper) on a 1-d src: torch_scatter.scatter_max on every device.
     from torch_geometric.utils._scatter import scatter_argmax
     torch.use_deterministic_algorithms(False)
-    src = torch.randn(edge_index.size(1), generator=g, dtype=torch.float64)
+    src = torch.randn(edge_index.size(1), generator=g, dtype=torch.float64).to(device)
     counts.clear()
     arg = scatter_argmax(src, edge_index[1], dim_size=N)
-    results["scatter_argmax"] = {"arg": arg[:CONNECTED], "calls": dict(counts)}  # 250..299: no edges
+    results["scatter_argmax"] = {"arg": host(arg[:CONNECTED]), "calls": dict(counts)}  # 250..299: no edges
     torch.save({"info": info, "results": results}, out_path)
     """
 )
 
 
-def _run(mode, tmp_path):
-    path = str(tmp_path / f"{mode}.pt")
+def _run(mode, tmp_path, device="cpu"):
+    """The scenario in a fresh interpreter, its tensors on `device` (test_cuda_gnn runs it on "cuda"); the
+    results come back on the CPU."""
+    path = str(tmp_path / f"{mode}-{device}.pt")
     env = dict(os.environ)
     env.pop("SCATTERX_TEST_HIDE_TORCH", None)
-    proc = subprocess.run([sys.executable, "-c", _SCENARIO, mode, path], capture_output=True, text=True,
+    env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS under deterministic algorithms (CUDA)
+    proc = subprocess.run([sys.executable, "-c", _SCENARIO, mode, path, device], capture_output=True, text=True,
                           env=env, cwd=str(tmp_path), timeout=600)
-    assert proc.returncode == 0, f"{mode} scenario failed:\n{proc.stdout}\n{proc.stderr}"
+    assert proc.returncode == 0, f"{mode} scenario on {device} failed:\n{proc.stdout}\n{proc.stderr}"
     return torch.load(path)
 
 

@@ -1,8 +1,8 @@
 """scatter_softmax, scatter_log_softmax, scatter_logsumexp and scatter_std as torch_scatter 2.1.2 composes
 them. The per-position maximum only shifts values for stability (the result does not depend on it), so it
 is taken without a gradient; the sums go through the differentiable scatter_sum, so all four have
-gradients in src. scatter_softmax and scatter_log_softmax of a 1-d index over the rows of a CPU src run one
-fused kernel (scatterx's scatter_softmax) instead, with the same gradients."""
+gradients in src. scatter_softmax and scatter_log_softmax of a 1-d index over the rows of a src on the index's
+device (CPU or CUDA) run one fused kernel (scatterx's scatter_softmax) instead, with the same gradients."""
 
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ def _shifted(src: torch.Tensor, at: _Positions, dim_size: Optional[int]) -> torc
 
 
 _FUSED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+_FUSED_DEVICES = ("cpu", "cuda")
 
 
 class _FusedSoftmax(torch.autograd.Function):
@@ -77,16 +78,18 @@ class _FusedSoftmax(torch.autograd.Function):
 
 def _fused_plan(op: str, src: torch.Tensor, index, dim: int, dim_size: Optional[int]) -> Optional[IndexPlan]:
     """The IndexPlan the fused kernel takes, or None where the composite must run: the rows of src along dim 0
-    grouped by a 1-d index (or a plan), src of a floating dtype on the CPU."""
+    grouped by a 1-d index on src's device (or a plan), src of a floating dtype on the CPU or a CUDA device.
+    A plan is returned whatever its device: one on another device than src raises the kernel's ValueError,
+    which names the plan's device."""
     if isinstance(index, IndexPlan):
         if dim not in (0, -src.dim()):
             raise ValueError(f"{op}: an IndexPlan groups the rows along dim 0, got dim={dim} for src of "
                              f"{src.dim()} dims")
         index.check_dim_size(op, dim_size)
-        return index if src.dtype in _FUSED_DTYPES and src.device.type == "cpu" else None
-    if (src.dim() == 0 or dim not in (0, -src.dim()) or src.dtype not in _FUSED_DTYPES or src.device.type != "cpu"
-            or index.dim() != 1 or index.device.type != "cpu"
-            or index.dtype not in (torch.int32, torch.int64) or index.size(0) != src.size(0)):
+        return index if src.dtype in _FUSED_DTYPES and src.device.type in _FUSED_DEVICES else None
+    if (src.dim() == 0 or dim not in (0, -src.dim()) or src.dtype not in _FUSED_DTYPES
+            or src.device.type not in _FUSED_DEVICES or index.device != src.device
+            or index.dim() != 1 or index.dtype not in (torch.int32, torch.int64) or index.size(0) != src.size(0)):
         return None
     return IndexPlan(index, dim_size)
 
@@ -111,9 +114,10 @@ def scatter_softmax(src: torch.Tensor, index: torch.Tensor, dim: int = -1,
     ``exp(src - max) / sum(exp(src - max))``; the result has src's shape.
 
     index broadcasts as in :func:`scatter_sum`; it may be a :class:`scatterx.IndexPlan` (rows along dim 0).
-    A 1-d index (or a plan) over the rows of a CPU src takes one fused kernel, anything else the composite;
-    both are deterministic (fixed folding order). Floating dtypes only (else ValueError); index int32/int64.
-    Differentiable in src. Errors: ValueError (dtype, shapes), IndexError (an index out of range)."""
+    A 1-d index (or a plan) over the rows of src, on src's device (CPU or CUDA), takes one fused kernel,
+    anything else the composite; both are deterministic (fixed folding order). Floating dtypes only (else
+    ValueError); index int32/int64. Differentiable in src. Errors: ValueError (dtype, shapes, a plan on
+    another device than src), IndexError (an index out of range)."""
     src = tensor(src)
     index = index if isinstance(index, IndexPlan) else tensor(index)
     _floating("scatter_softmax", src)

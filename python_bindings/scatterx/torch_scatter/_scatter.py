@@ -25,12 +25,12 @@ def scatter_sum(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opti
     ValueError (shapes), TypeError (dtypes).
     """
     src, index = tensor(src), tensor(index)
+    if out is None and not wants_grad(src):
+        rows = _by_rows(src, index, dim, dim_size, "sum")  # the index as given: 1-d over the rows
+        if rows is not None:
+            return rows
     index = broadcast(index, src, dim)
     if out is None:
-        if not wants_grad(src):
-            rows = _by_rows(src, index, dim, dim_size, "sum")
-            if rows is not None:
-                return rows
         zeros = src.new_zeros(output_size(src, index, dim, dim_size))
         # Into the fresh zeros directly unless autograd must record it (the out-of-place form copies them).
         return _ops.scatter_add(zeros, dim, index, src) if wants_grad(src) else _ops.scatter_add_(zeros, dim, index, src)
@@ -104,13 +104,13 @@ def _scatter_arg(op: str, src, index, dim, out, dim_size, is_max: bool) -> Tuple
 
 def _by_rows(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optional[int],
              reduce: str) -> Optional[torch.Tensor]:
-    """The GNN aggregation's fast path, for a 1-d index of one position per row of a CPU float32/float64 src
-    (dim 0), without out or gradient: the rows grouped by destination once (an IndexPlan) and each destination
-    row folded and written once (no zero fill, no read-modify-write of out). Bit-identical to the general
-    path. None where it does not apply; then the general path runs (and reports bad arguments in scatter's
-    words)."""
+    """The GNN aggregation's fast path, for a 1-d index of one position per row of a float32/float64 src on the
+    index's device, CPU or CUDA (dim 0), without out or gradient: the rows grouped by destination once (an
+    IndexPlan) and each destination row folded and written once (no zero fill, no read-modify-write of out).
+    Bit-identical to the general path on the CPU (and to the CPU's result on CUDA). None where it does not
+    apply; then the general path runs (and reports bad arguments in scatter's words)."""
     if (index.dim() != 1 or src.dim() == 0 or dim not in (0, -src.dim()) or index.numel() != src.size(0)
-            or src.device.type != "cpu" or index.device.type != "cpu"
+            or src.device.type not in ("cpu", "cuda") or index.device != src.device
             or src.dtype not in (torch.float32, torch.float64) or index.dtype not in (torch.int32, torch.int64)):
         return None
     try:
