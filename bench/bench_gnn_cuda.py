@@ -17,7 +17,7 @@ destination index uniform or power-law, the same generated data) on the GPU:
 Timing: CUDA events around each call, three warm-up calls, then scatterx
 and torch alternate for --reps repetitions; medians, speedup = torch /
 scatterx. Every result is checked against the torch one first (max exactly,
-sums and softmax within float32 tolerance). scatterx's results are
+sums and softmax within float32 tolerance scaled by the largest result). scatterx's results are
 deterministic; torch's index_add_ and scatter_reduce_ on CUDA fold with
 atomics (order varies run to run).
 
@@ -68,7 +68,10 @@ def main() -> int:
 
     def bench(op, shape, sx_fn, torch_fn, exact=False):
         got, want = sx_fn(), torch_fn()
-        ok = torch.equal(got, want) if exact else torch.allclose(got, want, rtol=1e-4, atol=1e-5)
+        # Sums of a power-law hub's 10^5 terms: torch's atomics and scatterx's chunks round differently, by up to
+        # about n u of the sum's magnitude; the tolerance scales with the largest result.
+        scale = max(1.0, want.abs().max().item())
+        ok = torch.equal(got, want) if exact else torch.allclose(got, want, rtol=1e-4, atol=1e-5 * scale)
         if not ok:
             failures.append(f"{op} {shape}: max abs difference {(got - want).abs().max().item():.3g}")
         for _ in range(3):

@@ -242,8 +242,11 @@ TEST_F(CudaGnnKernelsTest, GatherDotErrorsAndUncheckedIndex) {
 // few ulp of the accumulation type (and one ulp of a 16-bit output). A
 // log-softmax value (x - m) - log(s) may cancel to near 0: its bound scales
 // with the terms (|x - m| <= 16, log(s) <= log(rows) here), not the result.
-::testing::AssertionResult softmax_matches(const Tensor& got, const Tensor& want, bool log) {
-  const double rel = want.dtype() == DType::Float64 ? 1e-12 : 1e-5;
+// A group of n rows sums n exponentials, in chunks on the GPU and in one
+// run on the CPU: their sums may differ by 2 n u relative (positive terms).
+::testing::AssertionResult softmax_matches(const Tensor& got, const Tensor& want, bool log, int64_t longest = 64) {
+  const double u = want.dtype() == DType::Float64 ? 0x1p-53 : 0x1p-24;
+  const double rel = std::max(want.dtype() == DType::Float64 ? 1e-12 : 1e-5, 2.0 * static_cast<double>(longest) * u);
   const double ulp = output_ulp(want.dtype());
   const int64_t rows = want.size(0);
   const int64_t features = want.size(1);
@@ -291,35 +294,63 @@ void add_special_values(const TensorView& src, const std::vector<int64_t>& index
   }
 }
 
+// 300 positions over 8 groups: every group folded by one thread; 3000: in
+// chunks (chunks.cuh).
 TEST_F(CudaGnnKernelsTest, ScatterSoftmaxMatchesCpu) {
-  constexpr int64_t kPositions = 300;
   const ValueOptions values = bounded_values(8);
   int case_number = 0;
-  for (DType dtype : kFloatDTypes) {
-    for (DType index_dtype : kIndexDTypes) {
-      for (int64_t features : {1, 5, 64}) {
-        for (bool log : {false, true}) {
-          Rng rng(case_seed(current_test_name(), case_number));
-          const int64_t step = case_number % 2 == 0 ? 1 : 2;  // odd cases: a strided index
-          const double eps = case_number % 3 == 2 ? 0.25 : 0.0;
-          ++case_number;
-          const std::vector<int64_t> index = softmax_index(kPositions, rng);
-          const Buf host_index = index_of(index, index_dtype, step);
-          Buf src = random_buf({kPositions, features}, dtype, kContiguous, rng, values);
-          add_special_values(src.view, index);
-          SCOPED_TRACE(::testing::Message() << dtype_label(dtype) << " index " << dtype_label(index_dtype) << " F "
-                                            << features << (log ? " log" : "") << " eps " << eps);
-          const Tensor want = scatterx::scatter_softmax(src.view, IndexPlan(host_index.view, kGroups), log, eps);
-          const DeviceBuf device_index = to_device(host_index);
-          const IndexPlan plan(device_index.view, kGroups);
-          ASSERT_EQ(plan.device(), kGpu);
-          const DeviceBuf device_src = to_device(src);
-          const Tensor got_device = scatterx::scatter_softmax(device_src.view, plan, log, eps);
-          ASSERT_EQ(got_device.device(), kGpu);
-          const Tensor got = to_host(got_device);
-          EXPECT_TRUE(softmax_matches(got, want, log));
-          EXPECT_TRUE(same_values(to_host(scatterx::scatter_softmax(device_src.view, plan, log, eps)), got));
+  for (const int64_t kPositions : {300, 3000})
+    for (DType dtype : kFloatDTypes) {
+      for (DType index_dtype : kIndexDTypes) {
+        for (int64_t features : {1, 5, 64}) {
+          for (bool log : {false, true}) {
+            Rng rng(case_seed(current_test_name(), case_number));
+            const int64_t step = case_number % 2 == 0 ? 1 : 2;  // odd cases: a strided index
+            const double eps = case_number % 3 == 2 ? 0.25 : 0.0;
+            ++case_number;
+            const std::vector<int64_t> index = softmax_index(kPositions, rng);
+            const Buf host_index = index_of(index, index_dtype, step);
+            Buf src = random_buf({kPositions, features}, dtype, kContiguous, rng, values);
+            add_special_values(src.view, index);
+            SCOPED_TRACE(::testing::Message() << dtype_label(dtype) << " index " << dtype_label(index_dtype) << " F "
+                                              << features << (log ? " log" : "") << " eps " << eps);
+            const Tensor want = scatterx::scatter_softmax(src.view, IndexPlan(host_index.view, kGroups), log, eps);
+            const DeviceBuf device_index = to_device(host_index);
+            const IndexPlan plan(device_index.view, kGroups);
+            ASSERT_EQ(plan.device(), kGpu);
+            const DeviceBuf device_src = to_device(src);
+            const Tensor got_device = scatterx::scatter_softmax(device_src.view, plan, log, eps);
+            ASSERT_EQ(got_device.device(), kGpu);
+            const Tensor got = to_host(got_device);
+            EXPECT_TRUE(softmax_matches(got, want, log, kPositions));
+            EXPECT_TRUE(same_values(to_host(scatterx::scatter_softmax(device_src.view, plan, log, eps)), got));
+          }
         }
+      }
+    }
+}
+
+// A hub: one group of 20000 rows beside groups of one to a few rows, in
+// float32 and float64, softmax and log-softmax.
+TEST_F(CudaGnnKernelsTest, ScatterSoftmaxHubGroup) {
+  constexpr int64_t kPositions = 24000;
+  const ValueOptions values = bounded_values(8);
+  int case_number = 0;
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (int64_t features : {1, 64}) {
+      for (bool log : {false, true}) {
+        Rng rng(case_seed(current_test_name(), case_number++));
+        std::vector<int64_t> index(static_cast<size_t>(kPositions));
+        for (auto& v : index) v = rng.chance(20000.0 / kPositions) ? 0 : rng.uniform(1, 3000);
+        const Buf host_index = index_of(index, DType::Int64, 1);
+        Buf src = random_buf({kPositions, features}, dtype, kContiguous, rng, values);
+        SCOPED_TRACE(::testing::Message() << dtype_label(dtype) << " F " << features << (log ? " log" : ""));
+        const Tensor want = scatterx::scatter_softmax(src.view, IndexPlan(host_index.view, 3001), log, 0);
+        const DeviceBuf device_index = to_device(host_index);
+        const DeviceBuf device_src = to_device(src);
+        const Tensor got =
+            to_host(scatterx::scatter_softmax(device_src.view, IndexPlan(device_index.view, 3001), log, 0));
+        EXPECT_TRUE(softmax_matches(got, want, log, kPositions));
       }
     }
   }

@@ -22,12 +22,7 @@ using detail::SegmentArgs;
 using detail::SegmentGeometry;
 using detail::SegmentKind;
 
-// What a scan of the position values must establish.
-enum class Rule {
-  Indptr,  // values in [0, bound], non-decreasing along the last dim
-  Sorted,  // values >= 0, non-decreasing along the last dim
-  Any,     // values >= 0
-};
+using Rule = detail::PositionRule;
 
 std::string position_str(const Shape& shape, int64_t linear) {
   Shape position = shape;
@@ -56,6 +51,11 @@ Tensor on_host(const TensorView& view, const char* op, TensorView& host) {
 int64_t scan_positions(const char* op, const char* name, const TensorView& positions, Rule rule, int64_t bound,
                        const char* bound_str) {
   if (positions.numel() == 0) return -1;
+  if (positions.device().is_cuda()) {
+    // Scanned on the GPU; only a tensor that breaks the rule is copied back, to name its first bad value.
+    const detail::cuda::PositionScan scan = detail::cuda::scan_positions(op, positions, rule, bound);
+    if (scan.first_bad < 0) return scan.max_value;
+  }
   TensorView view;
   const Tensor keep = on_host(detail::at_least_1d(positions), op, view);
   int64_t max_value = -1;

@@ -19,6 +19,13 @@ enum class SegmentKind : uint8_t {
   Scatter,  // every src element names its out row (an unsorted index of src's shape)
 };
 
+// What a scan of a position tensor's values must establish.
+enum class PositionRule : uint8_t {
+  Indptr,  // values in [0, bound], non-decreasing along the last dim
+  Sorted,  // values >= 0, non-decreasing along the last dim
+  Any,     // values >= 0
+};
+
 // src is split as outer x len x inner around dim; out (contiguous) as
 // outer x num_out x inner. Two tensors are addressed through the layouts:
 // 0 = src, 1 = the position tensor (indptr / index; for Csr and Coo its

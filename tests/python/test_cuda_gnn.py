@@ -341,6 +341,8 @@ def test_torch_scatter_scatter_matches_cpu(monkeypatch, reduce, dtype, form):
     label = f"{reduce} {dtype} {form}"
     if fused or reduce in ("min", "max"):  # a fixed fold order, or no rounding at all
         assert torch.equal(got.cpu(), want), f"{label}: max diff {(got.cpu().double() - want.double()).abs().max()}"
+    elif dtype == "bfloat16":  # the GPU's atomic path rounds every bfloat16 add (bfloat162 atomics), the CPU once
+        torch.testing.assert_close(got.cpu(), want, rtol=5e-2, atol=1e-1, msg=lambda m: f"{label}: {m}")
     else:
         _close(torch, got.cpu(), want, dtype, label)
     # torch's CUDA op: scatter_reduce_ into zeros (ones for mul) with an index shaped like src
@@ -395,8 +397,9 @@ def test_torch_scatter_gradients_match_cpu(reduce, planned):
 
 
 SOFTMAX_DTYPES = ["float32", "float64", "float16", "bfloat16"]
+# bfloat16: the composite rounds exp and log to bfloat16 on each device; one ulp of a value in [2, 4) is 1/64
 SOFTMAX_TOL = {"float64": (1e-12, 1e-12), "float32": (1e-5, 1e-6), "float16": (4e-3, 1e-3),
-               "bfloat16": (3e-2, 1e-2)}
+               "bfloat16": (3e-2, 2e-2)}
 
 
 @pytest.mark.parametrize("form", ["index", "plan", "composite"])

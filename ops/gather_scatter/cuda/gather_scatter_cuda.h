@@ -23,13 +23,22 @@ namespace scatterx::detail::cuda {
 // t holds the positions p with index[p] == t, t in [0, num_groups), as
 // order[offsets[t] .. offsets[t + 1]), in ascending p (stable). Values outside
 // [0, num_groups) (possible only with index checks off) are in no group.
+//
+// A group too long for one thread to fold quickly (a hub of a power-law
+// graph) is cut into chunks of consecutive slots (chunks.cuh: their length
+// depends on the group's length alone), which the kernels fold in parallel
+// and then combine in chunk order: group t's chunks are chunk_offsets[t] ..
+// chunk_offsets[t + 1] - 1 (none for a short group), and there are at most
+// max_chunks of them in all (the exact number stays on the device).
 struct DeviceGroups {
   int64_t num_groups = 0;
   int64_t positions = 0;
+  int64_t max_chunks = 0;
   Device device = Device::cpu();
-  const int64_t* offsets = nullptr;  // device memory, [num_groups + 1]
-  const int64_t* order = nullptr;    // device memory, [positions]
-  std::shared_ptr<void> storage;     // owns both
+  const int64_t* offsets = nullptr;        // device memory, [num_groups + 1]
+  const int64_t* chunk_offsets = nullptr;  // device memory, [num_groups + 1]
+  const int64_t* order = nullptr;          // device memory, [positions]
+  std::shared_ptr<void> storage;           // owns all three
 };
 
 // Groups a 1-d int32/int64 CUDA index (any stride) whose values were checked

@@ -5,11 +5,13 @@
 // per value then finds where its group starts. One translation unit, so CUB
 // compiles once for this family.
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include <limits>
 #include <type_traits>
 
 #include "ops/dispatch.h"
+#include "ops/gather_scatter/cuda/chunks.cuh"
 #include "ops/gather_scatter/cuda/gather_scatter_cuda.h"
 #include "ops/runtime/cuda/common.cuh"
 #include "ops/runtime/cuda/runtime.h"
@@ -45,6 +47,11 @@ __global__ void group_starts(int64_t* offsets, const K* sorted_keys, int64_t cou
     }
     offsets[t] = lo;
   }
+}
+
+// chunks[t] = the number of chunks of group t (chunks.cuh), and 0 at t == num_groups.
+__global__ void chunks_per_group(int64_t* chunks, const int64_t* offsets, int64_t num_groups) {
+  SCATTERX_GRID_LOOP(t, num_groups + 1) { chunks[t] = t < num_groups ? chunks_of(offsets[t + 1] - offsets[t]) : 0; }
 }
 
 __global__ void counts_of_groups(int64_t* counts, const int64_t* offsets, int64_t num_groups) {
@@ -87,27 +94,36 @@ int bit_width(uint64_t x) {
 }
 
 // The sort with keys of type K (32 bits whenever the values allow: half the
-// passes of 64-bit keys).
+// passes of 64-bit keys), the groups' starts, and their chunks.
 template <typename K>
 void sort_into(const char* op, const TensorView& index, DeviceGroups& groups) {
   const int64_t count = groups.positions;
+  const int64_t slots = groups.num_groups + 1;
   const int end_bit = std::max(1, bit_width(static_cast<uint64_t>(groups.num_groups)));
-  size_t scratch_bytes = 0;
-  check(cub::DeviceRadixSort::SortPairs(nullptr, scratch_bytes, static_cast<const K*>(nullptr),
-                                        static_cast<K*>(nullptr), static_cast<const int64_t*>(nullptr),
-                                        static_cast<int64_t*>(nullptr), count, 0, end_bit, stream()),
+  size_t sort_bytes = 0;
+  check(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, static_cast<const K*>(nullptr), static_cast<K*>(nullptr),
+                                        static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr), count, 0,
+                                        end_bit, stream()),
         op, "cub::DeviceRadixSort::SortPairs");
+  size_t scan_bytes = 0;
+  check(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<const int64_t*>(nullptr),
+                                      static_cast<int64_t*>(nullptr), slots, stream()),
+        op, "cub::DeviceScan::ExclusiveSum");
   const size_t key_bytes = aligned(static_cast<size_t>(count) * sizeof(K));
   const size_t position_bytes = aligned(static_cast<size_t>(count) * sizeof(int64_t));
-  // Freed (stream-ordered, after the work below) when this returns; the plan keeps only order and offsets.
+  const size_t chunk_bytes = aligned(static_cast<size_t>(slots) * sizeof(int64_t));
+  const size_t scratch_bytes = std::max(sort_bytes, scan_bytes);
+  // Freed (stream-ordered, after the work below) when this returns; the groups keep their offsets and order.
   const std::shared_ptr<void> temporary =
-      allocate(static_cast<int64_t>(2 * key_bytes + position_bytes + scratch_bytes), index.device(), op);
+      allocate(static_cast<int64_t>(2 * key_bytes + position_bytes + chunk_bytes + scratch_bytes), index.device(), op);
   char* base = static_cast<char*>(temporary.get());
   auto* keys_in = reinterpret_cast<K*>(base);
   auto* keys_out = reinterpret_cast<K*>(base + key_bytes);
   auto* positions_in = reinterpret_cast<int64_t*>(base + 2 * key_bytes);
-  void* scratch = base + 2 * key_bytes + position_bytes;
+  auto* chunks = reinterpret_cast<int64_t*>(base + 2 * key_bytes + position_bytes);
+  void* scratch = base + 2 * key_bytes + position_bytes + chunk_bytes;
   auto* offsets = const_cast<int64_t*>(groups.offsets);
+  auto* chunk_offsets = const_cast<int64_t*>(groups.chunk_offsets);
   auto* order = const_cast<int64_t*>(groups.order);
   dispatch_index_dtype(index.dtype(), op, [&](auto tag) {
     using I = typename decltype(tag)::type;
@@ -115,12 +131,17 @@ void sort_into(const char* op, const TensorView& index, DeviceGroups& groups) {
         keys_in, positions_in, static_cast<const I*>(index.data()), index.strides()[0], count, groups.num_groups);
     check_launch(op, "value_keys");
   });
-  check(cub::DeviceRadixSort::SortPairs(scratch, scratch_bytes, keys_in, keys_out, positions_in, order, count, 0,
-                                        end_bit, stream()),
+  size_t bytes = sort_bytes;
+  check(cub::DeviceRadixSort::SortPairs(scratch, bytes, keys_in, keys_out, positions_in, order, count, 0, end_bit,
+                                        stream()),
         op, "cub::DeviceRadixSort::SortPairs");
-  group_starts<K>
-      <<<blocks_for(groups.num_groups + 1), kThreads, 0, stream()>>>(offsets, keys_out, count, groups.num_groups);
+  group_starts<K><<<blocks_for(slots), kThreads, 0, stream()>>>(offsets, keys_out, count, groups.num_groups);
   check_launch(op, "group_starts");
+  chunks_per_group<<<blocks_for(slots), kThreads, 0, stream()>>>(chunks, offsets, groups.num_groups);
+  check_launch(op, "chunks_per_group");
+  bytes = scan_bytes;
+  check(cub::DeviceScan::ExclusiveSum(scratch, bytes, chunks, chunk_offsets, slots, stream()), op,
+        "cub::DeviceScan::ExclusiveSum");
 }
 
 }  // namespace
@@ -131,14 +152,17 @@ DeviceGroups group_by_value(const char* op, const TensorView& index, int64_t num
   groups.num_groups = num_groups;
   groups.positions = index.size(0);
   groups.device = index.device();
+  // A chunked group has more than kSerialGroup positions, so fewer than 2 n / kSerialGroup chunks.
+  groups.max_chunks = 2 * groups.positions / kSerialGroup;
   const size_t offset_bytes = aligned(static_cast<size_t>(num_groups + 1) * sizeof(int64_t));
   const size_t order_bytes = aligned(static_cast<size_t>(std::max<int64_t>(groups.positions, 1)) * sizeof(int64_t));
-  groups.storage = allocate(static_cast<int64_t>(offset_bytes + order_bytes), index.device(), op);
+  groups.storage = allocate(static_cast<int64_t>(2 * offset_bytes + order_bytes), index.device(), op);
   char* base = static_cast<char*>(groups.storage.get());
   groups.offsets = reinterpret_cast<const int64_t*>(base);
-  groups.order = reinterpret_cast<const int64_t*>(base + offset_bytes);
+  groups.chunk_offsets = reinterpret_cast<const int64_t*>(base + offset_bytes);
+  groups.order = reinterpret_cast<const int64_t*>(base + 2 * offset_bytes);
   if (groups.positions == 0) {
-    fill_zero(base, static_cast<int64_t>(offset_bytes), op);  // every group empty
+    fill_zero(base, static_cast<int64_t>(2 * offset_bytes), op);  // every group empty, no chunks
     return groups;
   }
   // num_groups itself must be a key (out-of-range values), hence < max, not <=.

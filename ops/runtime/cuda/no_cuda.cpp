@@ -56,6 +56,7 @@ double check_index_bounds(const char* op, const TensorView&, int64_t, int64_t, b
 void gather(const GatherArgs& args) { unavailable(args.op); }
 void scatter(const ScatterArgs& args) { unavailable(args.op); }
 void segment(const SegmentArgs& args) { unavailable(args.op); }
+PositionScan scan_positions(const char* op, const TensorView&, PositionRule, int64_t) { unavailable(op); }
 void segment_gather(const SegmentGatherArgs& args) { unavailable(args.op); }
 DeviceGroups group_by_value(const char* op, const TensorView&, int64_t) { unavailable(op); }
 void group_counts(const char* op, const DeviceGroups&, const TensorView&) { unavailable(op); }

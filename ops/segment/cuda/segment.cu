@@ -1,10 +1,14 @@
 // CUDA segment kernels. One thread folds one output element in position
 // order (segment_csr / segment_coo), or one column of a scatter arg reduce,
 // so results are deterministic and equal the CPU backend's bit for bit.
+#include <limits>
+
 #include "ops/detail/bytes.h"
+#include "ops/detail/strided.h"
 #include "ops/dispatch.h"
 #include "ops/reduce_ops.h"
 #include "ops/runtime/cuda/common.cuh"
+#include "ops/runtime/cuda/runtime.h"
 #include "ops/segment/cuda/segment_cuda.h"
 
 namespace scatterx::detail::cuda {
@@ -107,7 +111,70 @@ __global__ void gather_segments(E* out, const E* src, const I* indptr, const Seg
   }
 }
 
+// The position check: element u (row-major) breaks the rule when it is
+// negative, above `bound` (Indptr) or below the element before it in its
+// row (Indptr, Sorted). found[0] takes the first such u (atomicMin),
+// found[1] the largest value (each warp sends one atomicMax).
+template <typename I>
+__global__ void scan_position_values(unsigned long long* first_bad, long long* max_value, const I* data,
+                                     const StridedLayout<1> layout, int64_t total, int64_t row_length,
+                                     PositionRule rule, int64_t bound) {
+  long long largest = -1;
+  SCATTERX_GRID_LOOP(u, total) {
+    int64_t off[1];
+    layout.offsets(u, off);
+    const auto v = static_cast<long long>(data[off[0]]);
+    bool bad = v < 0 || (rule == PositionRule::Indptr && v > bound);
+    if (!bad && rule != PositionRule::Any && u % row_length != 0) {
+      int64_t before[1];
+      layout.offsets(u - 1, before);
+      bad = v < static_cast<long long>(data[before[0]]);
+    }
+    if (bad) atomicMin(first_bad, static_cast<unsigned long long>(u));
+    largest = v > largest ? v : largest;
+  }
+  for (int shift = 16; shift > 0; shift /= 2) {
+    const long long other = __shfl_down_sync(0xffffffffu, largest, shift);
+    largest = other > largest ? other : largest;
+  }
+  if (threadIdx.x % 32 == 0) atomicMax(max_value, largest);
+}
+
+__global__ void start_scan(unsigned long long* first_bad, long long* max_value) {
+  *first_bad = std::numeric_limits<unsigned long long>::max();
+  *max_value = -1;
+}
+
 }  // namespace
+
+PositionScan scan_positions(const char* op, const TensorView& positions, PositionRule rule, int64_t bound) {
+  PositionScan scan;
+  const int64_t total = positions.numel();
+  if (total == 0) return scan;
+  DeviceGuard guard(positions.device(), op);
+  StridedLayout<1> layout;
+  for (int64_t d = 0; d < positions.dim(); ++d) {
+    const int64_t stride[1] = {positions.strides()[d]};
+    layout.push(positions.size(d), stride);
+  }
+  const int64_t row_length = positions.dim() == 0 ? 1 : positions.size(-1);
+  const std::shared_ptr<void> scratch = allocate(2 * sizeof(long long), positions.device(), op);
+  auto* first_bad = static_cast<unsigned long long*>(scratch.get());
+  auto* max_value = reinterpret_cast<long long*>(first_bad + 1);
+  start_scan<<<1, 1, 0, stream()>>>(first_bad, max_value);
+  check_launch(op, "start_scan");
+  dispatch_index_dtype(positions.dtype(), op, [&](auto tag) {
+    using I = typename decltype(tag)::type;
+    scan_position_values<I><<<blocks_for(total), kThreads, 0, stream()>>>(
+        first_bad, max_value, static_cast<const I*>(positions.data()), layout, total, row_length, rule, bound);
+    check_launch(op, "scan_position_values");
+  });
+  unsigned long long found[2] = {0, 0};
+  copy_to_host(found, scratch.get(), sizeof found, op);
+  scan.first_bad = found[0] == std::numeric_limits<unsigned long long>::max() ? -1 : static_cast<int64_t>(found[0]);
+  scan.max_value = static_cast<int64_t>(static_cast<long long>(found[1]));
+  return scan;
+}
 
 void segment(const SegmentArgs& a) {
   DeviceGuard guard(a.out.device(), a.op);
