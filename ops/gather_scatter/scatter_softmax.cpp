@@ -19,7 +19,8 @@ Tensor scatter_softmax(const TensorView& src, const IndexPlan& plan, bool log, d
                  "expected src.size(0) to equal the plan's positions (", plan.positions(), "), got ", src.size(0));
   // Every element is written by the kernel, except on CUDA with index checks
   // off: a position whose value was out of range is in no group, and reads 0.
-  const bool unwritten_rows = src.device().is_cuda() && !scatterx::cuda::index_checks();
+  // A CUDA plan built with index checks off may leave rows in no group (values out of range): zeros there.
+  const bool unwritten_rows = src.device().is_cuda() && !plan.device_groups(op).every_position_grouped;
   Tensor out = unwritten_rows ? Tensor::zeros(src.sizes(), src.dtype(), src.device())
                               : Tensor::empty(src.sizes(), src.dtype(), src.device());
   const int64_t rows = src.size(0);

@@ -34,6 +34,7 @@ struct DeviceGroups {
   int64_t num_groups = 0;
   int64_t positions = 0;
   int64_t max_chunks = 0;
+  bool every_position_grouped = true;  // false when built with index checks off (values may be out of range)
   Device device = Device::cpu();
   const int64_t* offsets = nullptr;        // device memory, [num_groups + 1]
   const int64_t* chunk_offsets = nullptr;  // device memory, [num_groups + 1]

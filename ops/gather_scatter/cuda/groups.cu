@@ -10,6 +10,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "ops/cuda.h"
 #include "ops/dispatch.h"
 #include "ops/gather_scatter/cuda/chunks.cuh"
 #include "ops/gather_scatter/cuda/gather_scatter_cuda.h"
@@ -152,6 +153,7 @@ DeviceGroups group_by_value(const char* op, const TensorView& index, int64_t num
   groups.num_groups = num_groups;
   groups.positions = index.size(0);
   groups.device = index.device();
+  groups.every_position_grouped = scatterx::cuda::index_checks();
   // A chunked group has more than kSerialGroup positions, so fewer than 2 n / kSerialGroup chunks.
   groups.max_chunks = 2 * groups.positions / kSerialGroup;
   const size_t offset_bytes = aligned(static_cast<size_t>(num_groups + 1) * sizeof(int64_t));
