@@ -171,6 +171,9 @@ TEST_F(CudaGatherScatter, MatchesTheCpuBackend) {
                                       scatterx::scatter_by_plan(messages, host_plan, reduce), reduce, messages,
                                       identity, dst.host, nullptr))
                   << "scatter_by_plan";
+              EXPECT_TRUE(same_values(cpu_copy(scatterx::scatter_rows(gpu_copy(messages), dst.gpu, reduce, dim_size)),
+                                      cpu_copy(scatterx::scatter_by_plan(gpu_copy(messages), plan, reduce))))
+                  << "scatter_rows: the same grouping as the plan's";
             }
             ++cases;
           }

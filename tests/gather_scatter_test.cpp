@@ -339,9 +339,49 @@ TEST(IndexPlan, ScatterByPlanMatchesReference) {
         const scatterx::IndexPlan plan(index, 64);
         const Tensor want = reference(src, identity, index, reduce, nullptr, 64);
         EXPECT_TRUE(same_values(scatterx::scatter_by_plan(src, plan, reduce), want));
+        // The unplanned form, dense (64 rows) and sparse (far more rows than positions) grouping, and
+        // through a transposed src (copied once by the front end).
+        EXPECT_TRUE(same_values(scatterx::scatter_rows(src, index, reduce, 64), want)) << "scatter_rows";
+        const int64_t wide = int64_t{1} << 20;
+        EXPECT_TRUE(same_values(scatterx::scatter_rows(src, index, reduce, wide),
+                                reference(src, identity, index, reduce, nullptr, wide)))
+            << "scatter_rows, sparse";
+        Tensor transposed_storage = Tensor::empty({rows, 5, 3}, dtype);
+        const TensorView transposed = transposed_storage.transpose(1, 2);
+        scatterx::copy_(transposed, src);
+        EXPECT_TRUE(same_values(scatterx::scatter_rows(transposed, index, reduce, 64), want)) << "strided src";
       }
     }
   }
+}
+
+TEST(IndexPlan, ScatterRowsErrors) {
+  const Tensor src = Tensor::zeros({3, 2}, DType::Float32);
+  const Tensor index = make_tensor<int64_t>({3}, {0, 2, 1});
+  expect_error<scatterx::ArgumentError>(
+      [&] {
+        scatterx::scatter_rows(src, make_tensor<int64_t>({2}, {0, 1}), Reduce::Sum);
+      },
+      {"scatter_rows", "src.size(0) to equal index's length (2)", "got 3"});
+  expect_error<scatterx::ArgumentError>(
+      [&] {
+        scatterx::scatter_rows(src, Tensor::zeros({3, 1}, DType::Int64), Reduce::Sum);
+      },
+      {"scatter_rows", "index to be 1-d", "[3, 1]"});
+  expect_error<scatterx::IndexError>([&] { scatterx::scatter_rows(src, index, Reduce::Sum, 2); },
+                                     {"scatter_rows", "2", "[1]"});
+  expect_error<scatterx::IndexError>(
+      [&] {
+        scatterx::scatter_rows(src, make_tensor<int64_t>({3}, {0, -2, 1}), Reduce::Sum);
+      },
+      {"scatter_rows", "index values >= 0", "-2", "[1]"});
+  expect_error<scatterx::ArgumentError>([&] { scatterx::scatter_rows(src, index, Reduce::Prod); },
+                                        {"scatter_rows", "reduce", "prod"});
+  expect_error<scatterx::DTypeError>(
+      [&] { scatterx::scatter_rows(Tensor::zeros({3}, DType::Int32), index, Reduce::Sum); },
+      {"scatter_rows", "src of a floating dtype", "int32"});
+  expect_error<scatterx::DTypeError>(
+      [&] { scatterx::scatter_rows(src, Tensor::zeros({3}, DType::Float32), Reduce::Sum); }, {"scatter_rows", "index"});
 }
 
 TEST(IndexPlan, OutlivesItsIndexAndCounts) {

@@ -181,6 +181,21 @@ Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const In
   return run(op, x, &src_index, of_plan(op, dst), reduce, edge_weight, dst.positions(), dst.dim_size());
 }
 
+Tensor scatter_rows(const TensorView& src, const TensorView& index, Reduce reduce, int64_t dim_size) {
+  constexpr const char* op = "scatter_rows";
+  detail::check_devices(op, {{"src", &src}, {"index", &index}});
+  detail::check_index_dtype(op, "index", index);
+  SCATTERX_CHECK(index.dim() == 1, ArgumentError, op, "expected index to be 1-d, got shape ", index.sizes().str());
+  SCATTERX_CHECK(src.dim() == 0 || src.size(0) == index.size(0), ArgumentError, op,
+                 "expected src.size(0) to equal index's length (", index.size(0), "), got ", src.size(0));
+  check_sources(op, src, nullptr, index.size(0), reduce, nullptr);
+  const int64_t positions = index.size(0);
+  const int64_t num_out = detail::checked_dim_size(op, "index", index, dim_size);
+  return with_destinations(op, index, positions, num_out, [&](const Destinations& dst) {
+    return run(op, src, nullptr, dst, reduce, nullptr, positions, num_out);
+  });
+}
+
 Tensor scatter_by_plan(const TensorView& src, const IndexPlan& plan, Reduce reduce) {
   constexpr const char* op = "scatter_by_plan";
   detail::check_plan_device(op, "src", src, plan);

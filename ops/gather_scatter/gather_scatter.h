@@ -47,4 +47,13 @@ Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const Te
 void gather_scatter_out(const TensorView& out, const TensorView& x, const TensorView& src_index,
                         const TensorView& dst_index, Reduce reduce, const TensorView* edge_weight = nullptr);
 
+// out[n] = reduce of the rows src[p] (along dim 0) with index[p] == n, for
+// reduce Sum, Mean, Amax, Amin (a row no position reaches is 0): torch_scatter's
+// scatter(src, index, dim=0, dim_size, reduce) of a 1-d index, the unplanned
+// form of scatter_by_plan (index_plan.h), with the same results bit for bit.
+// The index is grouped for this call alone (on the CPU by the kernel's
+// counting sort, which lays the rows out as it places them: one pass fewer
+// than building a plan). dim_size < 0 means max(index) + 1.
+Tensor scatter_rows(const TensorView& src, const TensorView& index, Reduce reduce, int64_t dim_size = -1);
+
 }  // namespace scatterx

@@ -64,6 +64,19 @@ void register_index_plan(nb::module_& m) {
       nb::arg("src"), nb::arg("plan"), nb::arg("reduce"), nb::arg("framework"),
       "out[n] = reduce of the rows src[p] with index[p] == n, the index grouped by the plan.");
   m.def(
+      "scatter_rows",
+      [](const InArray& src, const InArray& index, const std::string& reduce, int64_t dim_size,
+         Framework fw) -> nb::object {
+        constexpr const char* op = "scatter_rows";
+        const scatterx::TensorView sv = scatterx::python::view_of(src, op, "src");
+        const scatterx::TensorView iv = scatterx::python::view_of(index, op, "index");
+        const scatterx::Reduce r = scatterx::reduce_from_name(reduce, op);
+        return scatterx::python::to_python(
+            scatterx::python::without_gil([&] { return scatterx::scatter_rows(sv, iv, r, dim_size); }), fw);
+      },
+      nb::arg("src"), nb::arg("index"), nb::arg("reduce"), nb::arg("dim_size"), nb::arg("framework"),
+      "out[n] = reduce of the rows src[p] with index[p] == n (dim_size < 0: max + 1), grouped for this call.");
+  m.def(
       "scatter_softmax",
       [](const InArray& src, const scatterx::IndexPlan& plan, bool log, double eps, Framework fw) -> nb::object {
         const char* op = log ? "scatter_log_softmax" : "scatter_softmax";

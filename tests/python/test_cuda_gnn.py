@@ -1,5 +1,5 @@
 """The graph-network ops on CUDA tensors: scatterx.gather_scatter, IndexPlan, gather_dot, their gradients,
-scatterx.torch_scatter (the fused scatter_by_plan and scatter_softmax paths included) and PyG with scatterx in
+scatterx.torch_scatter (the fused scatter_rows, scatter_by_plan and scatter_softmax paths included) and PyG with scatterx in
 torch_scatter's place.
 
 Every CUDA result is compared with the same call on CPU copies of the inputs (the CPU paths are checked against
@@ -310,7 +310,7 @@ def _counting(monkeypatch, name):
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
 @pytest.mark.parametrize("reduce", TS_REDUCES)
 def test_torch_scatter_scatter_matches_cpu(monkeypatch, reduce, dtype, form):
-    """rows: a 1-d index along dim 0 (the fused scatter_by_plan path for float32/float64 sum, mean, min, max);
+    """rows: a 1-d index along dim 0 (the fused scatter_rows path for float32/float64 sum, mean, min, max);
     plan: the same through a CUDA IndexPlan; columns: a 1-d index along the last dim; index2d: an index shaped
     like src."""
     torch = gpu_torch()
@@ -328,7 +328,7 @@ def test_torch_scatter_scatter_matches_cpu(monkeypatch, reduce, dtype, form):
     elif form == "index2d":
         index = torch.randint(0, 40, (300, 6), generator=g)
     want = ts.scatter(src, index, dim, dim_size=45, reduce=reduce)
-    calls = _counting(monkeypatch, "scatter_by_plan")
+    calls = _counting(monkeypatch, "scatter_by_plan" if form == "plan" else "scatter_rows")
     src_c, index_c = src.cuda(), index.cuda()
     if form == "plan":
         got = ts.scatter(src_c, scatterx.IndexPlan(index_c, 45), 0, reduce=reduce)
@@ -337,7 +337,7 @@ def test_torch_scatter_scatter_matches_cpu(monkeypatch, reduce, dtype, form):
     _on_cuda(torch, got, src_c)
     assert got.shape == want.shape
     fused = form in ("rows", "plan") and reduce != "mul" and dtype in ("float32", "float64")
-    assert calls == ([True] if fused else []), f"scatter_by_plan calls: {calls}"
+    assert calls == ([True] if fused else []), f"scatter_rows / scatter_by_plan calls: {calls}"
     label = f"{reduce} {dtype} {form}"
     if fused or reduce in ("min", "max"):  # a fixed fold order, or no rounding at all
         assert torch.equal(got.cpu(), want), f"{label}: max diff {(got.cpu().double() - want.double()).abs().max()}"

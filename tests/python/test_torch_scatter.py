@@ -429,3 +429,28 @@ def test_rows_fast_path_reports_bad_indices_as_scatter():
         ts.scatter(src, torch.tensor([0, 1, 5, 1]), 0, dim_size=3)
     with pytest.raises(IndexError, match="scatter_add_: index -1 is out of bounds"):
         ts.scatter_sum(src, torch.tensor([0, -1, 2, 1]), 0)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "min", "max", "mul"])
+def test_rows_of_a_1d_index_take_the_fused_path(monkeypatch, reduce):
+    """scatter over the rows (dim 0) of float32/float64 src by a 1-d index, without out or gradient, runs the
+    fused scatter_rows (one fold per destination row) for sum, mean, min and max, with the general path's bits;
+    mul, an `out`, a gradient and a 2-d index take the general path."""
+    import scatterx
+
+    calls = []
+    original = scatterx._C.scatter_rows
+    # the calls on src itself (mean's counts run through it too, on a 1-d tensor of ones)
+    monkeypatch.setattr(scatterx._C, "scatter_rows", lambda *a: calls.append(a[0].dim()) or original(*a))
+    g = torch.Generator().manual_seed(3)
+    src = torch.randn(500, 4, 3, generator=g, dtype=torch.float64)
+    index = torch.randint(0, 60, (500,), generator=g)
+    got = ts.scatter(src, index, dim=0, dim_size=64, reduce=reduce)
+    fused = reduce != "mul"
+    assert calls == ([3] if fused else [])
+    general = ts.scatter(src, index.view(-1, 1, 1).expand_as(src), dim=0, dim_size=64, reduce=reduce)
+    assert torch.equal(got, general)
+    calls.clear()
+    ts.scatter(src, index, dim=0, out=torch.zeros(64, 4, 3, dtype=src.dtype), reduce=reduce)
+    ts.scatter(src.clone().requires_grad_(), index, dim=0, dim_size=64, reduce=reduce)
+    assert 3 not in calls

@@ -105,19 +105,20 @@ def _scatter_arg(op: str, src, index, dim, out, dim_size, is_max: bool) -> Tuple
 def _by_rows(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optional[int],
              reduce: str) -> Optional[torch.Tensor]:
     """The GNN aggregation's fast path, for a 1-d index of one position per row of a float32/float64 src on the
-    index's device, CPU or CUDA (dim 0), without out or gradient: the rows grouped by destination once (an
-    IndexPlan) and each destination row folded and written once (no zero fill, no read-modify-write of out).
-    Bit-identical to the general path on the CPU (and to the CPU's result on CUDA). None where it does not
-    apply; then the general path runs (and reports bad arguments in scatter's words)."""
+    index's device, CPU or CUDA (dim 0), without out or gradient: the rows grouped by destination for this
+    call (scatterx's scatter_rows; on the CPU the counting sort lays the rows out as it groups them) and each
+    destination row folded and written once (no zero fill, no read-modify-write of out). Bit-identical to the
+    general path on the CPU; on CUDA deterministic, and the CPU's bits for destinations of up to 64 rows. None
+    where it does not apply; then the general path runs (and reports bad arguments in scatter's words)."""
     if (index.dim() != 1 or src.dim() == 0 or dim not in (0, -src.dim()) or index.numel() != src.size(0)
             or src.device.type not in ("cpu", "cuda") or index.device != src.device
             or src.dtype not in (torch.float32, torch.float64) or index.dtype not in (torch.int32, torch.int64)):
         return None
-    try:
-        plan = _C.IndexPlan(raw(index, "scatter", "index"), -1 if dim_size is None else int(dim_size))
+    try:  # validation comes before any work: a refusal leaves nothing behind
+        return _C.scatter_rows(raw(src, "scatter", "src"), raw(index, "scatter", "index"), reduce,
+                               -1 if dim_size is None else int(dim_size), _TORCH)
     except (IndexError, ValueError):
         return None
-    return _C.scatter_by_plan(raw(src, "scatter", "src"), plan, reduce, _TORCH)
 
 
 def _reduce_into_zeros(src, index, dim: int, dim_size: Optional[int], reduce: str) -> torch.Tensor:
