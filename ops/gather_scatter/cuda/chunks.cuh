@@ -52,4 +52,20 @@ SCATTERX_HOST_DEVICE inline int64_t group_of(const int64_t* starts, int64_t coun
   return lo;
 }
 
+// Where chunk c (of all the groups' chunks, numbered by chunk_offsets) lies:
+// its group and its slots [begin, end) among the grouped positions.
+struct ChunkSlots {
+  int64_t group;
+  int64_t begin;
+  int64_t end;
+};
+SCATTERX_HOST_DEVICE inline ChunkSlots chunk_slots(const int64_t* offsets, const int64_t* chunk_offsets,
+                                                   int64_t num_groups, int64_t c) {
+  const int64_t group = group_of(chunk_offsets, num_groups, c);
+  const int64_t length = chunk_length(offsets[group + 1] - offsets[group]);
+  const int64_t begin = offsets[group] + (c - chunk_offsets[group]) * length;
+  const int64_t end = begin + length < offsets[group + 1] ? begin + length : offsets[group + 1];
+  return {group, begin, end};
+}
+
 }  // namespace scatterx::detail::cuda

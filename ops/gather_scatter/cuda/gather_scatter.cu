@@ -82,12 +82,9 @@ __global__ void fold_chunks(acc_t<T>* partial, int64_t* partial_count, const T* 
     const int64_t c = u / features;
     if (c >= chunks) break;  // u only grows
     const int64_t k = u - c * features;
-    const int64_t g = group_of(chunk_offsets, num_groups, c);
-    const int64_t length = chunk_length(offsets[g + 1] - offsets[g]);
-    const int64_t begin = offsets[g] + (c - chunk_offsets[g]) * length;
-    const int64_t end = begin + length < offsets[g + 1] ? begin + length : offsets[g + 1];
+    const ChunkSlots chunk = chunk_slots(offsets, chunk_offsets, num_groups, c);
     int64_t folded = 0;
-    partial[u] = fold_slots<T, R, kWeighted>(x, rows, weights, begin, end, k, folded);
+    partial[u] = fold_slots<T, R, kWeighted>(x, rows, weights, chunk.begin, chunk.end, k, folded);
     if (k == 0) partial_count[c] = folded;
   }
 }

@@ -67,10 +67,7 @@ __global__ void fold_chunk_columns(acc_t<T>* partial, const T* src, const Device
     const int64_t c = u / features;
     if (c >= chunks) break;  // u only grows
     const int64_t k = u - c * features;
-    const int64_t group = group_of(g.chunk_offsets, g.num_groups, c);
-    const int64_t length = chunk_length(g.offsets[group + 1] - g.offsets[group]);
-    const int64_t begin = g.offsets[group] + (c - g.chunk_offsets[group]) * length;
-    const int64_t end = begin + length < g.offsets[group + 1] ? begin + length : g.offsets[group + 1];
+    const auto [group, begin, end] = chunk_slots(g.offsets, g.chunk_offsets, g.num_groups, c);
     if constexpr (kExp) {
       const A m = stat[group * features + k];
       partial[u] = fold_column<Op>(src, g.order, features, k, begin, end, [m](A x) { return exp_of(x - m); });
@@ -136,10 +133,7 @@ __global__ void write_chunk_columns(T* out, const T* src, const DeviceGroupsView
     const int64_t c = u / features;
     if (c >= chunks) break;  // u only grows
     const int64_t k = u - c * features;
-    const int64_t group = group_of(g.chunk_offsets, g.num_groups, c);
-    const int64_t length = chunk_length(g.offsets[group + 1] - g.offsets[group]);
-    const int64_t begin = g.offsets[group] + (c - g.chunk_offsets[group]) * length;
-    const int64_t end = begin + length < g.offsets[group + 1] ? begin + length : g.offsets[group + 1];
+    const auto [group, begin, end] = chunk_slots(g.offsets, g.chunk_offsets, g.num_groups, c);
     const A m = group_max[group * features + k];
     const A s = group_sum[group * features + k];
     for (int64_t p = begin; p < end; ++p) {
