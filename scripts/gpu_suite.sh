@@ -16,7 +16,9 @@
 #           included (tests/python/test_cuda.py and the CUDA autograd tests);
 #   bench   the GPU benchmark (bench/bench_cuda.cpp), torch's CUDA ops on the
 #           same workloads (bench/bench_cuda_torch.py, skipped without
-#           torch), and one table with the floors (bench/gpu_report.py).
+#           torch), and one table with the floors (bench/gpu_report.py);
+#           after the python step, also the GNN layer's ops beside torch
+#           (bench/bench_gnn_cuda.py).
 # With no step named, all five run in order. A failing step never stops the
 # later ones; each appends "STEP: ok" or "STEP: FAILED (...)" to
 # OUT/steps.txt, its logs and results land in OUT (default build/gpu_suite),
@@ -146,6 +148,12 @@ step_bench() {
   echo "-- report"
   python3 "$root/bench/gpu_report.py" --scatterx "$out/scatterx.json" --torch "$out/torch.json" \
     --markdown "$out/results.md" || status=1
+  if [ -d "$build-python-site/scatterx" ]; then
+    echo "-- the GNN layer beside torch (the python step's package)"
+    PYTHONPATH="$build-python-site" python3 "$root/bench/bench_gnn_cuda.py" --markdown-out "$out/gnn.md" \
+      >"$out/gnn.txt" 2>&1 || status=1
+    tail -n 25 "$out/gnn.txt"
+  fi
   return $status
 }
 
