@@ -18,16 +18,13 @@
 
 #include "ops/cuda.h"
 #include "ops/gather_scatter/cuda/chunks.cuh"
-#include "ops/runtime/cuda/runtime.h"
 #include "scatterx.h"
+#include "tests/cuda_test_util.h"
 #include "tests/fold_tolerance.h"
 #include "tests/test_util.h"
 
 namespace sxt {
 namespace {
-
-using scatterx::Device;
-const Device kGpu = Device::cuda(0);
 
 class CudaGatherScatter : public ::testing::Test {
  protected:
@@ -36,20 +33,6 @@ class CudaGatherScatter : public ::testing::Test {
   }
   void TearDown() override { scatterx::cuda::set_index_checks(true); }
 };
-
-// A cpu tensor's whole (contiguous) storage on the GPU.
-Tensor gpu_copy(const Tensor& host) {
-  Tensor d = Tensor::empty(host.sizes(), host.dtype(), kGpu);
-  scatterx::detail::cuda::copy_from_host(d.data(), host.data(), host.numel() * host.element_size(), "test");
-  return d;
-}
-
-Tensor cpu_copy(const TensorView& device) {
-  const Tensor contiguous = Tensor::clone(device);
-  Tensor out = Tensor::empty(device.sizes(), device.dtype());
-  scatterx::detail::cuda::copy_to_host(out.data(), contiguous.data(), out.numel() * out.element_size(), "test");
-  return out;
-}
 
 // A 1-d list of n entries on both devices: storage of n, or of 2n read with step 2.
 struct EdgeList {
@@ -63,7 +46,7 @@ EdgeList edge_list(int64_t n, DType dtype, Rng& rng, const std::function<void(co
   l.host_storage = Tensor::zeros({strided ? 2 * n : n}, dtype);
   l.host = strided ? l.host_storage.slice(0, 0, 2 * n, 2) : TensorView(l.host_storage);
   fill(l.host);
-  l.gpu_storage = gpu_copy(l.host_storage);
+  l.gpu_storage = to_device(l.host_storage).base;
   l.gpu = strided ? l.gpu_storage.slice(0, 0, 2 * n, 2) : TensorView(l.gpu_storage);
   return l;
 }
@@ -125,7 +108,7 @@ TEST_F(CudaGatherScatter, MatchesTheCpuBackend) {
             if (strided_x) storage_shape[1] *= 2;
             Tensor x = Tensor::empty(storage_shape, dtype);
             fill_random(x, rng, values);
-            const Tensor gx_storage = gpu_copy(x);
+            const Tensor gx_storage = to_device(x).base;
             const TensorView xv = strided_x ? x.slice(1, 0, storage_shape[1], 2) : TensorView(x);
             const TensorView gx = strided_x ? gx_storage.slice(1, 0, storage_shape[1], 2) : TensorView(gx_storage);
             const DType dst_dtype = rng.chance(0.5) ? DType::Int32 : DType::Int64;
@@ -142,22 +125,22 @@ TEST_F(CudaGatherScatter, MatchesTheCpuBackend) {
             const Tensor want = scatterx::gather_scatter(xv, src.host, dst.host, reduce, hw, dim_size);
             const Tensor got = scatterx::gather_scatter(gx, src.gpu, dst.gpu, reduce, gw, dim_size);
             ASSERT_TRUE(got.device() == kGpu);
-            const Tensor got_host = cpu_copy(got);
+            const Tensor got_host = to_host(got);
             EXPECT_TRUE(matches_cpu(got_host, want, reduce, xv, src.host, dst.host, hw));
             // A plan built on the GPU, used twice: the same grouping, so the same bits.
             const scatterx::IndexPlan plan(dst.gpu, dim_size);
             EXPECT_EQ(plan.dim_size(), want.size(0));
             EXPECT_TRUE(plan.device() == kGpu);
-            EXPECT_TRUE(same_values(cpu_copy(scatterx::gather_scatter(gx, src.gpu, plan, reduce, gw)), got_host))
+            EXPECT_TRUE(same_values(to_host(scatterx::gather_scatter(gx, src.gpu, plan, reduce, gw)), got_host))
                 << "plan";
-            EXPECT_TRUE(same_values(cpu_copy(scatterx::gather_scatter(gx, src.gpu, plan, reduce, gw)), got_host))
+            EXPECT_TRUE(same_values(to_host(scatterx::gather_scatter(gx, src.gpu, plan, reduce, gw)), got_host))
                 << "plan, again";
             // Into a caller's GPU buffer holding garbage: every row is overwritten.
             Tensor garbage = Tensor::empty(want.sizes(), dtype);
             fill_random(garbage, rng, values);
-            Tensor into = gpu_copy(garbage);
+            Tensor into = to_device(garbage).base;
             scatterx::gather_scatter_out(into, gx, src.gpu, dst.gpu, reduce, gw);
-            EXPECT_TRUE(same_values(cpu_copy(into), got_host)) << "gather_scatter_out";
+            EXPECT_TRUE(same_values(to_host(into), got_host)) << "gather_scatter_out";
             // The rows of a [edges, F...] source by the plan alone.
             if (!weighted && src_dtype == DType::Int64) {
               Shape ms = xs;
@@ -167,12 +150,13 @@ TEST_F(CudaGatherScatter, MatchesTheCpuBackend) {
               const scatterx::IndexPlan host_plan(dst.host, dim_size);
               Tensor identity = Tensor::empty({edges}, DType::Int64);
               for (int64_t e = 0; e < edges; ++e) static_cast<int64_t*>(identity.data())[e] = e;
-              EXPECT_TRUE(matches_cpu(cpu_copy(scatterx::scatter_by_plan(gpu_copy(messages), plan, reduce)),
+              EXPECT_TRUE(matches_cpu(to_host(scatterx::scatter_by_plan(to_device(messages).base, plan, reduce)),
                                       scatterx::scatter_by_plan(messages, host_plan, reduce), reduce, messages,
                                       identity, dst.host, nullptr))
                   << "scatter_by_plan";
-              EXPECT_TRUE(same_values(cpu_copy(scatterx::scatter_rows(gpu_copy(messages), dst.gpu, reduce, dim_size)),
-                                      cpu_copy(scatterx::scatter_by_plan(gpu_copy(messages), plan, reduce))))
+              EXPECT_TRUE(
+                  same_values(to_host(scatterx::scatter_rows(to_device(messages).base, dst.gpu, reduce, dim_size)),
+                              to_host(scatterx::scatter_by_plan(to_device(messages).base, plan, reduce))))
                   << "scatter_rows: the same grouping as the plan's";
             }
             ++cases;
@@ -203,8 +187,8 @@ TEST_F(CudaGatherScatter, LongAndShortGroups) {
     const EdgeList w = edge_list(edges, DType::Float32, rng, [&](const TensorView& v) { fill_random(v, rng, values); });
     for (Reduce reduce : {Reduce::Sum, Reduce::Mean, Reduce::Amax}) {
       const Tensor want = scatterx::gather_scatter(x, src.host, dst.host, reduce, &w.host, nodes);
-      const Tensor got = scatterx::gather_scatter(gpu_copy(x), src.gpu, dst.gpu, reduce, &w.gpu, nodes);
-      EXPECT_TRUE(matches_cpu(cpu_copy(got), want, reduce, x, src.host, dst.host, &w.host)) << reduce_label(reduce);
+      const Tensor got = scatterx::gather_scatter(to_device(x).base, src.gpu, dst.gpu, reduce, &w.gpu, nodes);
+      EXPECT_TRUE(matches_cpu(to_host(got), want, reduce, x, src.host, dst.host, &w.host)) << reduce_label(reduce);
     }
   }
 }
@@ -220,31 +204,31 @@ TEST_F(CudaGatherScatter, PlanCountsAndSizes) {
       EXPECT_EQ(got.positions(), n);
       const Tensor counts = got.counts();
       EXPECT_TRUE(counts.device() == kGpu);
-      EXPECT_TRUE(same_values(cpu_copy(counts), want.counts())) << n;
+      EXPECT_TRUE(same_values(to_host(counts), want.counts())) << n;
       const scatterx::IndexPlan wider(index.gpu, 400);
       EXPECT_EQ(wider.dim_size(), 400);
-      EXPECT_TRUE(same_values(cpu_copy(wider.counts()), scatterx::IndexPlan(index.host, 400).counts()));
+      EXPECT_TRUE(same_values(to_host(wider.counts()), scatterx::IndexPlan(index.host, 400).counts()));
     }
   }
 }
 
 TEST_F(CudaGatherScatter, ErrorsMatchTheCpuBackend) {
   Tensor values = make_tensor<int64_t>({5}, {2, 0, -3, 1, -1});
-  const Tensor gpu_values = gpu_copy(values);
+  const Tensor gpu_values = to_device(values).base;
   auto message_of = [](const auto& make) { return error_message<scatterx::IndexError>(make); };
   // A negative value when the size is inferred: the CPU's message, first bad position named.
   EXPECT_EQ(message_of([&] { scatterx::IndexPlan p(gpu_values); }), message_of([&] { scatterx::IndexPlan p(values); }));
   // A value past dim_size.
   Tensor big = make_tensor<int32_t>({3}, {0, 9, 1});
-  EXPECT_EQ(message_of([&] { scatterx::IndexPlan p(gpu_copy(big), 4); }),
+  EXPECT_EQ(message_of([&] { scatterx::IndexPlan p(to_device(big).base, 4); }),
             message_of([&] { scatterx::IndexPlan p(big, 4); }));
   // Plan and tensors on different devices.
   Tensor index = make_tensor<int64_t>({3}, {0, 1, 1});
   Tensor x = Tensor::zeros({2, 4}, DType::Float32);
   const scatterx::IndexPlan cpu_plan(index);
-  const scatterx::IndexPlan gpu_plan(gpu_copy(index));
-  const Tensor gx = gpu_copy(x);
-  const Tensor gindex = gpu_copy(index);
+  const scatterx::IndexPlan gpu_plan(to_device(index).base);
+  const Tensor gx = to_device(x).base;
+  const Tensor gindex = to_device(index).base;
   EXPECT_NE(error_message<scatterx::ArgumentError>([&] {
               scatterx::gather_scatter(gx, gindex, cpu_plan, Reduce::Sum);
             }).find("expected the plan on x's device (cuda:0), got a plan on cpu"),
@@ -257,7 +241,7 @@ TEST_F(CudaGatherScatter, ErrorsMatchTheCpuBackend) {
   EXPECT_THROW(scatterx::gather_scatter(gx, index, gindex, Reduce::Sum), scatterx::ArgumentError);
   // A src_index value past x's rows.
   Tensor far = make_tensor<int64_t>({3}, {0, 5, 1});
-  EXPECT_EQ(message_of([&] { scatterx::gather_scatter(gx, gpu_copy(far), gindex, Reduce::Sum); }),
+  EXPECT_EQ(message_of([&] { scatterx::gather_scatter(gx, to_device(far).base, gindex, Reduce::Sum); }),
             message_of([&] { scatterx::gather_scatter(x, far, index, Reduce::Sum); }));
 }
 
@@ -273,9 +257,10 @@ TEST_F(CudaGatherScatter, UncheckedModeSkipsBadEdges) {
     const Tensor want = scatterx::gather_scatter(x, make_tensor<int64_t>({3}, {0, 3, 2}),
                                                  make_tensor<int64_t>({3}, {1, 2, 1}), reduce, nullptr, 3);
     scatterx::cuda::set_index_checks(false);
-    const Tensor got = scatterx::gather_scatter(gpu_copy(x), gpu_copy(src), gpu_copy(dst), reduce, nullptr, 3);
+    const Tensor got =
+        scatterx::gather_scatter(to_device(x).base, to_device(src).base, to_device(dst).base, reduce, nullptr, 3);
     scatterx::cuda::set_index_checks(true);
-    EXPECT_TRUE(same_values(cpu_copy(got), want)) << reduce_label(reduce);
+    EXPECT_TRUE(same_values(to_host(got), want)) << reduce_label(reduce);
   }
 }
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "ops/cuda.h"
-#include "ops/runtime/cuda/runtime.h"
 #include "scatterx.h"
+#include "tests/cuda_test_util.h"
 #include "tests/test_util.h"
 
 namespace sxt {
@@ -24,37 +24,9 @@ namespace sxc = scatterx::cuda;
 using scatterx::BFloat16;
 using scatterx::Device;
 using scatterx::IndexPlan;
-namespace backend = scatterx::detail::cuda;
 
-const Device kGpu = Device::cuda(0);
 const std::vector<DType> kFloatDTypes = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
 const std::vector<DType> kIndexDTypes = {DType::Int32, DType::Int64};
-
-// ---------------------------------------------------------------- device mirrors (as in cuda_test.cpp)
-
-// A host tensor's whole storage copied to the GPU, and the same view over it.
-struct DeviceBuf {
-  Tensor base;
-  TensorView view;
-};
-
-DeviceBuf to_device(const Tensor& base, const TensorView& view) {
-  DeviceBuf d;
-  d.base = Tensor::empty(base.sizes(), base.dtype(), kGpu);
-  backend::copy_from_host(d.base.data(), base.data(), base.numel() * base.element_size(), "test");
-  const int64_t offset = static_cast<const char*>(view.data()) - static_cast<const char*>(base.data());
-  d.view = TensorView(static_cast<char*>(d.base.data()) + offset, view.dtype(), view.sizes(), view.strides(), kGpu);
-  return d;
-}
-DeviceBuf to_device(const Buf& host) { return to_device(host.base, host.view); }
-
-// A device tensor's values in a contiguous host tensor.
-Tensor to_host(const TensorView& device) {
-  const Tensor contiguous = Tensor::clone(device);
-  Tensor out = Tensor::empty(device.sizes(), device.dtype());
-  backend::copy_to_host(out.data(), contiguous.data(), out.numel() * out.element_size(), "test");
-  return out;
-}
 
 // ---------------------------------------------------------------- element access as double
 

@@ -31,6 +31,7 @@
 #include "ops/detail/cuda/index_check.h"
 #include "ops/runtime/combine.h"
 #include "ops/runtime/cuda/runtime.h"
+#include "tests/cuda_test_util.h"
 #include "tests/fold_tolerance.h"
 #include "tests/op_checks.h"
 #include "tests/reference.h"
@@ -42,43 +43,12 @@ namespace sxc = scatterx::cuda;
 using scatterx::Device;
 namespace backend = scatterx::detail::cuda;
 
-const Device kGpu = Device::cuda(0);
-
 // ---------------------------------------------------------------- device mirrors
-
-// A Buf's whole storage copied to the GPU, and the same view over it.
-struct DeviceBuf {
-  Tensor base;
-  TensorView view;
-};
-
-DeviceBuf to_device(const Buf& host) {
-  DeviceBuf d;
-  d.base = Tensor::empty(host.base.sizes(), host.base.dtype(), kGpu);
-  backend::copy_from_host(d.base.data(), host.base.data(), host.base.numel() * host.base.element_size(), "test");
-  const int64_t offset = static_cast<const char*>(host.view.data()) - static_cast<const char*>(host.base.data());
-  d.view = TensorView(static_cast<char*>(d.base.data()) + offset, host.view.dtype(), host.view.sizes(),
-                      host.view.strides(), kGpu);
-  return d;
-}
 
 // A contiguous int64 index Buf holding `values`.
 Buf index_of(const std::vector<int64_t>& values, Rng& rng) {
   return make_buf({static_cast<int64_t>(values.size())}, DType::Int64, kContiguous, rng,
                   [&](const TensorView& v) { std::memcpy(v.data(), values.data(), values.size() * sizeof(int64_t)); });
-}
-
-// The device storage copied back over the host Buf's storage.
-void to_host(const DeviceBuf& d, Buf& host) {
-  backend::copy_to_host(host.base.data(), d.base.data(), host.base.numel() * host.base.element_size(), "test");
-}
-
-// A contiguous device tensor's values on the host.
-Tensor to_host(const TensorView& device) {
-  const Tensor contiguous = Tensor::clone(device);
-  Tensor out = Tensor::empty(device.sizes(), device.dtype());
-  backend::copy_to_host(out.data(), contiguous.data(), out.numel() * out.element_size(), "test");
-  return out;
 }
 
 // ---------------------------------------------------------------- comparison

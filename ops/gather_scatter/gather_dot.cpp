@@ -8,6 +8,7 @@
 #include "ops/detail/checks.h"
 #include "ops/dispatch.h"
 #include "ops/gather_scatter/cuda/gather_scatter_cuda.h"
+#include "ops/gather_scatter/gather_scatter_dispatch.h"
 #include "ops/reduce_ops.h"
 #include "ops/runtime/parallel.h"
 
@@ -102,18 +103,10 @@ Tensor gather_dot(const TensorView& a, const TensorView& a_index, const TensorVi
     detail::cuda::gather_dot(op, ac, a_index, bc, b_index, features, out);
     return out;
   }
-  dispatch_dtype(a.dtype(), op, [&](auto dtype_tag) {
-    constexpr DType D = decltype(dtype_tag)::value;
-    if constexpr (is_floating_point(D)) {
-      using T = CppType<D>;
-      dispatch_index_dtype(a_index.dtype(), op, [&](auto ia_tag) {
-        using IA = typename decltype(ia_tag)::type;
-        dispatch_index_dtype(b_index.dtype(), op, [&](auto ib_tag) {
-          using IB = typename decltype(ib_tag)::type;
-          dot_edges<T, IA, IB>(ac, a_index, bc, b_index, features, static_cast<T*>(out.data()));
-        });
-      });
-    }
+  detail::dispatch_gather_dot(a.dtype(), a_index.dtype(), b_index.dtype(), op, [&](auto t, auto ia, auto ib) {
+    using T = CppType<decltype(t)::value>;
+    dot_edges<T, typename decltype(ia)::type, typename decltype(ib)::type>(ac, a_index, bc, b_index, features,
+                                                                           static_cast<T*>(out.data()));
   });
   return out;
 }

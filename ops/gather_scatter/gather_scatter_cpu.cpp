@@ -11,6 +11,7 @@
 #include "ops/detail/segments.h"
 #include "ops/dispatch.h"
 #include "ops/gather_scatter/gather_scatter_args.h"
+#include "ops/gather_scatter/gather_scatter_dispatch.h"
 #include "ops/reduce_ops.h"
 #include "ops/runtime/cpu_isa.h"
 #include "ops/runtime/parallel.h"
@@ -185,27 +186,9 @@ void gather_scatter_cpu(const GatherScatterArgs& a) {
   // Sparse groups list only the destinations hit: the others are 0.
   if (a.groups != nullptr && !a.groups->dense)
     std::memset(a.out.data(), 0, static_cast<size_t>(a.out.numel() * a.out.element_size()));
-  const bool weighted = a.weight.data() != nullptr;
-  dispatch_dtype(a.x.dtype(), a.op, [&](auto dtype_tag) {
-    constexpr DType D = decltype(dtype_tag)::value;
-    if constexpr (is_floating_point(D)) {
-      using T = CppType<D>;
-      dispatch_reduce(a.reduce, [&](auto reduce_tag) {
-        constexpr Reduce R = decltype(reduce_tag)::value;
-        if constexpr (R == Reduce::Sum || R == Reduce::Mean || R == Reduce::Amax || R == Reduce::Amin) {
-          // The identity (no src_index) reads no index: any instantiation does.
-          const DType src_dtype = a.src_index.data() != nullptr ? a.src_index.dtype() : DType::Int64;
-          dispatch_index_dtype(src_dtype, a.op, [&](auto index_tag) {
-            using I = typename decltype(index_tag)::type;
-            if (weighted) {
-              run_typed<T, R, I, true>(a);
-            } else {
-              run_typed<T, R, I, false>(a);
-            }
-          });
-        }
-      });
-    }
+  dispatch_gather_scatter(a, [&](auto dtype_tag, auto reduce_tag, auto index_tag, auto weighted) {
+    run_typed<CppType<decltype(dtype_tag)::value>, decltype(reduce_tag)::value, typename decltype(index_tag)::type,
+              decltype(weighted)::value>(a);
   });
 }
 

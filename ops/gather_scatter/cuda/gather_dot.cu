@@ -12,6 +12,7 @@
 
 #include "ops/dispatch.h"
 #include "ops/gather_scatter/cuda/gather_scatter_cuda.h"
+#include "ops/gather_scatter/gather_scatter_dispatch.h"
 #include "ops/reduce_ops.h"
 #include "ops/runtime/cuda/common.cuh"
 
@@ -117,20 +118,13 @@ void gather_dot(const char* op, const TensorView& a, const TensorView& a_index, 
   g.a_index_stride = a_index.strides()[0];
   g.b_index_stride = b_index.strides()[0];
   if (g.edges == 0) return;
-  dispatch_dtype(a.dtype(), op, [&](auto dtype_tag) {
-    constexpr DType D = decltype(dtype_tag)::value;
-    if constexpr (is_floating_point(D)) {
-      using T = CppType<D>;
-      dispatch_index_dtype(a_index.dtype(), op, [&](auto ia_tag) {
-        using IA = typename decltype(ia_tag)::type;
-        dispatch_index_dtype(b_index.dtype(), op, [&](auto ib_tag) {
-          using IB = typename decltype(ib_tag)::type;
-          launch_for_features<T, IA, IB>(static_cast<T*>(out.data()), static_cast<const T*>(a.data()),
-                                         static_cast<const IA*>(a_index.data()), static_cast<const T*>(b.data()),
-                                         static_cast<const IB*>(b_index.data()), g, op);
-        });
-      });
-    }
+  dispatch_gather_dot(a.dtype(), a_index.dtype(), b_index.dtype(), op, [&](auto t, auto ia, auto ib) {
+    using T = CppType<decltype(t)::value>;
+    using IA = typename decltype(ia)::type;
+    using IB = typename decltype(ib)::type;
+    launch_for_features<T, IA, IB>(static_cast<T*>(out.data()), static_cast<const T*>(a.data()),
+                                   static_cast<const IA*>(a_index.data()), static_cast<const T*>(b.data()),
+                                   static_cast<const IB*>(b_index.data()), g, op);
   });
 }
 

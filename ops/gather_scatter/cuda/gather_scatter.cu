@@ -17,6 +17,7 @@
 #include "ops/dispatch.h"
 #include "ops/gather_scatter/cuda/chunks.cuh"
 #include "ops/gather_scatter/cuda/gather_scatter_cuda.h"
+#include "ops/gather_scatter/gather_scatter_dispatch.h"
 #include "ops/reduce_ops.h"
 #include "ops/runtime/cuda/common.cuh"
 #include "ops/runtime/cuda/runtime.h"
@@ -162,26 +163,9 @@ void run_typed(const GatherScatterArgs& a, const DeviceGroups& groups) {
 void gather_scatter(const GatherScatterArgs& a, const DeviceGroups& groups) {
   DeviceGuard guard(a.out.device(), a.op);
   if (groups.num_groups * a.features == 0) return;
-  const bool weighted = a.weight.data() != nullptr;
-  dispatch_dtype(a.x.dtype(), a.op, [&](auto dtype_tag) {
-    constexpr DType D = decltype(dtype_tag)::value;
-    if constexpr (is_floating_point(D)) {
-      using T = CppType<D>;
-      dispatch_reduce(a.reduce, [&](auto reduce_tag) {
-        constexpr Reduce R = decltype(reduce_tag)::value;
-        if constexpr (R == Reduce::Sum || R == Reduce::Mean || R == Reduce::Amax || R == Reduce::Amin) {
-          // The identity (no src_index) reads no index: any instantiation does.
-          const DType src_dtype = a.src_index.data() != nullptr ? a.src_index.dtype() : DType::Int64;
-          dispatch_index_dtype(src_dtype, a.op, [&](auto index_tag) {
-            using I = typename decltype(index_tag)::type;
-            if (weighted)
-              run_typed<T, R, I, true>(a, groups);
-            else
-              run_typed<T, R, I, false>(a, groups);
-          });
-        }
-      });
-    }
+  dispatch_gather_scatter(a, [&](auto dtype_tag, auto reduce_tag, auto index_tag, auto weighted) {
+    run_typed<CppType<decltype(dtype_tag)::value>, decltype(reduce_tag)::value, typename decltype(index_tag)::type,
+              decltype(weighted)::value>(a, groups);
   });
 }
 

@@ -55,6 +55,18 @@ __device__ __forceinline__ acc_t<T> fold_column(const T* src, const int64_t* ord
   return acc;
 }
 
+// Writes the outputs of column k of the slots [begin, end) from their
+// group's maximum m and its sum s (log-softmax: log(s + eps)).
+template <bool kLog, typename T, typename A>
+__device__ __forceinline__ void write_column(T* out, const T* src, const int64_t* order, int64_t features, int64_t k,
+                                             int64_t begin, int64_t end, A m, A s) {
+  for (int64_t p = begin; p < end; ++p) {
+    const int64_t at = order[p] * features + k;
+    const A shifted = static_cast<A>(src[at]) - m;
+    out[at] = static_cast<T>(kLog ? shifted - s : exp_of(shifted) / s);
+  }
+}
+
 // Thread (chunk c, feature k) of the long groups' chunks: the fold of the
 // chunk's slots into partial[c * F + k]. `stat` holds each group's maximum
 // (the sum pass reads it; the max pass gets null).
@@ -94,12 +106,7 @@ __global__ void softmax_short_groups(T* out, const T* src, const DeviceGroupsVie
     const int64_t end = g.offsets[group + 1];
     const A m = fold_column<Max>(src, g.order, features, k, begin, end, [](A x) { return x; });
     const A s = fold_column<Sum>(src, g.order, features, k, begin, end, [m](A x) { return exp_of(x - m); });
-    const A log_s = kLog ? log_of(s + eps) : A(0);
-    for (int64_t p = begin; p < end; ++p) {
-      const int64_t at = g.order[p] * features + k;
-      const A shifted = static_cast<A>(src[at]) - m;
-      out[at] = static_cast<T>(kLog ? shifted - log_s : exp_of(shifted) / s);
-    }
+    write_column<kLog>(out, src, g.order, features, k, begin, end, m, kLog ? log_of(s + eps) : s);
   }
 }
 
@@ -127,20 +134,14 @@ __global__ void combine_chunk_columns(acc_t<T>* result, const DeviceGroupsView g
 template <typename T, bool kLog>
 __global__ void write_chunk_columns(T* out, const T* src, const DeviceGroupsView g, const acc_t<T>* group_max,
                                     const acc_t<T>* group_sum, int64_t features, int64_t total) {
-  using A = acc_t<T>;
   const int64_t chunks = g.chunk_offsets[g.num_groups];
   SCATTERX_GRID_LOOP(u, total) {
     const int64_t c = u / features;
     if (c >= chunks) break;  // u only grows
     const int64_t k = u - c * features;
     const auto [group, begin, end] = chunk_slots(g.offsets, g.chunk_offsets, g.num_groups, c);
-    const A m = group_max[group * features + k];
-    const A s = group_sum[group * features + k];
-    for (int64_t p = begin; p < end; ++p) {
-      const int64_t at = g.order[p] * features + k;
-      const A shifted = static_cast<A>(src[at]) - m;
-      out[at] = static_cast<T>(kLog ? shifted - s : exp_of(shifted) / s);
-    }
+    write_column<kLog>(out, src, g.order, features, k, begin, end, group_max[group * features + k],
+                       group_sum[group * features + k]);
   }
 }
 
