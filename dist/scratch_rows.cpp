@@ -9,9 +9,9 @@ namespace scatterx::dist::scratch {
 
 Tensor scratch_rows(int64_t rows, int64_t cols, DType dtype) {
   const auto bytes = static_cast<size_t>(rows * cols * element_size(dtype));
-  const auto [block, capacity] = scatterx::detail::scratch_acquire(bytes);
+  const auto [block, capacity] = scatterx::detail::recycled_acquire(bytes);
   return Tensor::adopt(TensorView(block, dtype, {rows, cols}), std::shared_ptr<void>(block, [c = capacity](void* p) {
-                         scatterx::detail::scratch_release(p, c);
+                         scatterx::detail::recycled_release(p, c);
                        }));
 }
 

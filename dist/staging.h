@@ -23,10 +23,10 @@ namespace scatterx::dist {
 class Scratch {
  public:
   Scratch(int64_t bytes, const Communicator::State& owner) : owner_(owner) {
-    if (bytes > 0) std::tie(data_, capacity_) = detail::scratch_acquire(static_cast<size_t>(bytes));
+    if (bytes > 0) std::tie(data_, capacity_) = detail::recycled_acquire(static_cast<size_t>(bytes));
   }
   ~Scratch() {
-    if (!owner_.broken) detail::scratch_release(data_, capacity_);
+    if (!owner_.broken) detail::recycled_release(data_, capacity_);
   }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;

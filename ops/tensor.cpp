@@ -253,8 +253,9 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   if (device.is_cuda()) {
     out.storage_ = detail::cuda::allocate(numel * esize, device, "Tensor::empty");
   } else {
-    void* memory = detail::host_allocate(static_cast<size_t>(numel * esize));
-    out.storage_ = std::shared_ptr<void>(memory, [](void* p) { detail::host_free(p); });
+    const auto [memory, capacity] = detail::recycled_acquire(static_cast<size_t>(numel * esize));
+    out.storage_ =
+        std::shared_ptr<void>(memory, [capacity = capacity](void* p) { detail::recycled_release(p, capacity); });
   }
   static_cast<TensorView&>(out) = TensorView(out.storage_.get(), dtype, shape, device);
   return out;

@@ -29,6 +29,7 @@ trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$artifacts"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export SCATTERX_HOST_CACHE_BYTES=0  # every freed block back to the allocator, where ASan sees a use after free
 export OMP_NUM_THREADS=1
 echo "== fuzzing the op front ends for ${seconds}s (corpus: $(ls "$corpus" | wc -l) inputs)"
 "$fuzzer" -max_total_time="$seconds" -print_final_stats=1 -max_len=512 -timeout=30 -rss_limit_mb=2048 \

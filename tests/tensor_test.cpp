@@ -10,6 +10,8 @@
 #include <numeric>
 #include <string>
 
+#include "ops/runtime/knobs.h"
+#include "ops/runtime/memory.h"
 #include "tests/op_checks.h"
 
 namespace sxt {
@@ -170,6 +172,35 @@ TEST(TensorTest, ZerosAndAdopt) {
     EXPECT_EQ(static_cast<const int32_t*>(a.data())[5], 7);
   }
   EXPECT_TRUE(weak.expired());
+}
+
+// A freed CPU tensor's block goes to the recycling cache (within
+// SCATTERX_HOST_CACHE_BYTES) and the next tensor of that size gets it back,
+// pages already faulted in; with the knob at 0 (the sanitizer runs) every
+// block goes back to the allocator.
+TEST(TensorTest, FreedHostMemoryIsRecycledWithinTheCacheLimit) {
+  using scatterx::detail::recycled_cached_bytes;
+  const Shape shape{3, 1 << 18};  // 3 MiB of float32: a huge-page allocation
+  const size_t bytes = size_t{3} << 20;
+  const bool caching = scatterx::detail::knob_bytes(scatterx::detail::Knob::HostCacheBytes) >= int64_t{8} << 20;
+  const void* first = nullptr;
+  size_t cached_while_alive = 0;
+  {
+    Tensor t = Tensor::empty(shape, DType::Float32);
+    first = t.data();
+    cached_while_alive = recycled_cached_bytes();
+  }
+  if (!caching) {
+    EXPECT_EQ(recycled_cached_bytes(), 0u);
+    return;
+  }
+  EXPECT_GE(recycled_cached_bytes(), cached_while_alive + bytes);
+  Tensor again = Tensor::empty(shape, DType::Float32);
+  EXPECT_EQ(again.data(), first);
+  EXPECT_EQ(recycled_cached_bytes(), cached_while_alive);
+  // Recycled memory is still an uninitialized tensor the caller fills.
+  std::fill_n(static_cast<float*>(again.data()), again.numel(), 2.0f);
+  EXPECT_EQ(static_cast<const float*>(again.data())[again.numel() - 1], 2.0f);
 }
 
 TEST(TensorTest, CopyBetweenLayouts) {

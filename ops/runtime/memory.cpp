@@ -18,8 +18,12 @@ namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kCacheLine = 64;
-// Blocks kept for reuse at most; beyond this the largest are freed.
-constexpr size_t kScratchCacheLimit = size_t{1} << 30;
+// Bytes of blocks kept for reuse at most (SCATTERX_HOST_CACHE_BYTES); beyond
+// it the largest are freed. Read once: the cache lives as long as the process.
+size_t cache_limit() {
+  static const auto limit = static_cast<size_t>(knob_bytes(Knob::HostCacheBytes));
+  return limit;
+}
 
 struct ScratchCache {
   std::mutex mutex;
@@ -52,7 +56,8 @@ void* host_allocate(size_t bytes) {
 
 void host_free(void* p) noexcept { std::free(p); }
 
-std::pair<void*, size_t> scratch_acquire(size_t bytes) {
+std::pair<void*, size_t> recycled_acquire(size_t bytes) {
+  cache_limit();  // a bad SCATTERX_HOST_CACHE_BYTES raises here, not in the noexcept release
   bytes = std::max(bytes, kCacheLine);
   {
     ScratchCache& c = cache();
@@ -70,13 +75,13 @@ std::pair<void*, size_t> scratch_acquire(size_t bytes) {
   return {host_allocate(bytes), bytes};
 }
 
-void scratch_release(void* p, size_t capacity) noexcept {
+void recycled_release(void* p, size_t capacity) noexcept {
   if (p == nullptr) return;
   ScratchCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   c.free_blocks.emplace(capacity, p);
   c.cached += capacity;
-  while (c.cached > kScratchCacheLimit && !c.free_blocks.empty()) {
+  while (c.cached > cache_limit() && !c.free_blocks.empty()) {
     auto largest = std::prev(c.free_blocks.end());
     c.cached -= largest->first;
     host_free(largest->second);
@@ -84,7 +89,7 @@ void scratch_release(void* p, size_t capacity) noexcept {
   }
 }
 
-size_t scratch_cached_bytes() {
+size_t recycled_cached_bytes() {
   ScratchCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   return c.cached;

@@ -67,7 +67,7 @@ class Buffer {
   Buffer() = default;
   explicit Buffer(int64_t n) : size_(n) {
     if (n > 0) {
-      auto [p, capacity] = scratch_acquire(static_cast<size_t>(n) * sizeof(T));
+      auto [p, capacity] = recycled_acquire(static_cast<size_t>(n) * sizeof(T));
       data_ = static_cast<T*>(p);
       capacity_ = capacity;
     }
@@ -79,7 +79,7 @@ class Buffer {
   }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { scratch_release(data_, capacity_); }
+  ~Buffer() { recycled_release(data_, capacity_); }
 
   T* data() { return data_; }
   const T* data() const { return data_; }
