@@ -249,10 +249,9 @@ AllToAllVResult all_to_all_v(const TensorView& input, const std::vector<int64_t>
     }
     std::vector<int64_t> shape = input.sizes().vec();
     shape[0] = rows;
-    const bool on_device = input.device().is_cuda();
-    result.output = on_device ? Tensor::empty(Shape(shape), input.dtype(), input.device())
-                              : recycled_empty(Shape(shape), input.dtype());
-    // The output is fresh and contiguous: the exchange writes it directly.
+    // The output is new and contiguous (on the host, recycled memory whose
+    // pages are already faulted in): the exchange writes it directly.
+    result.output = Tensor::empty(Shape(shape), input.dtype(), input.device());
     const DeviceRoute route = device_route(input, op);
     const StagedInput in(route, input);
     exchange_rows(s, w, tag, route, in.data(), static_cast<char*>(result.output.data()), sends, result.recv_splits,

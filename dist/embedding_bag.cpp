@@ -10,7 +10,6 @@
 
 #include "dist/embedding_bag.h"
 #include "dist/embedding_routing.h"
-#include "dist/scratch_rows.h"
 #include "ops/error.h"
 #include "ops/gather/gather.h"
 #include "ops/gather_scatter/gather_dot.h"
@@ -22,10 +21,8 @@ namespace {
 
 using embedding_detail::kOp;
 using embedding_detail::with_float;
-using scratch::scratch_rows;
-
 Tensor iota(int64_t n) {
-  Tensor t = scratch::scratch_vector(n, DType::Int64);
+  Tensor t = Tensor::empty({n}, DType::Int64);
   for (int64_t i = 0; i < n; ++i) t.data_as<int64_t>()[i] = i;
   return t;
 }
@@ -36,8 +33,9 @@ std::vector<int64_t> starts_of(const std::vector<int64_t>& splits) {
   return s;
 }
 
-// The requests to their owners: the counts first, then the rows into a
-// scratch block (all_to_all_v would receive them into fresh pages).
+// The requests to their owners: the counts first, then the rows into
+// recycled memory (Tensor::empty's; all_to_all_v would receive them into
+// fresh pages).
 Tensor exchange_ids(const TensorView& meta, EmbeddingBagHandle& h) {
   const int world = h.comm.size();
   h.id_recv_splits.assign(static_cast<size_t>(world), 0);
@@ -45,7 +43,7 @@ Tensor exchange_ids(const TensorView& meta, EmbeddingBagHandle& h) {
                     TensorView(h.id_send_splits.data(), DType::Int64, {world}), {}, {}, h.comm);
   int64_t received = 0;
   for (int64_t n : h.id_recv_splits) received += n;
-  Tensor got = scratch_rows(received, meta.size(1), DType::Int64);
+  Tensor got = Tensor::empty({received, meta.size(1)}, DType::Int64);
   all_to_all_single(got, meta, h.id_recv_splits, h.id_send_splits, h.comm);
   return got;
 }
@@ -116,7 +114,7 @@ Tensor exchange_args(const TensorView& block_arg, const EmbeddingBagHandle& h) {
 Tensor grad_parts(const TensorView& grad_out, const EmbeddingBagHandle& h) {
   const int64_t received = h.part_bag.numel();
   if (h.mode == BagMode::Sum) {
-    Tensor g = scratch_rows(received, h.dim, h.dtype);
+    Tensor g = Tensor::empty({received, h.dim}, h.dtype);
     index_select_out(g, grad_out, 0, h.part_bag);
     return g;
   }
@@ -187,20 +185,18 @@ EmbeddingBagForward embedding_bag_forward(const TensorView& shard, const TensorV
   Tensor got = exchange_ids(meta, *h);
   Tensor indptr = embedding_detail::plan_parts(got, *h);
   Tensor block_arg;
-  Tensor partial = mode == BagMode::Max
-                       ? pool_max(shard, indptr, *h, &block_arg)
-                       : scratch::gather_scatter_to_scratch(shard, h->recv_row, h->recv_part,
-                                                            h->weighted ? &h->recv_weight : nullptr, h->parts, kOp);
+  Tensor partial = mode == BagMode::Max ? pool_max(shard, indptr, *h, &block_arg)
+                                        : gather_scatter(shard, h->recv_row, h->recv_part, Reduce::Sum,
+                                                         h->weighted ? &h->recv_weight : nullptr, h->parts);
   // The partials back to the requesters, folded there into their bags.
-  Tensor parts = scratch_rows(h->part_bag.numel(), h->dim, h->dtype);
+  Tensor parts = Tensor::empty({h->part_bag.numel(), h->dim}, h->dtype);
   all_to_all_single(parts, partial, h->part_recv_splits, h->part_send_splits, comm);
   EmbeddingBagForward out;
   if (mode == BagMode::Max) {
     Tensor pos = exchange_args(block_arg, *h);
     out.out = fold_max(parts, pos, *h);
   } else {
-    out.out = scratch::gather_scatter_to_scratch(parts, TensorView(), h->part_bag,
-                                                 mode == BagMode::Mean ? &h->part_scale : nullptr, h->bags, kOp);
+    out.out = scatter_rows(parts, h->part_bag, Reduce::Sum, h->bags, mode == BagMode::Mean ? &h->part_scale : nullptr);
   }
   out.handle = std::move(h);
   return out;
@@ -218,7 +214,7 @@ EmbeddingBagGrads embedding_bag_backward(const TensorView& grad_out, const Tenso
       ArgumentError, op, "expected the forward's weight shard [", h.shard_rows, ", ", h.dim, "], got ", shard.str());
   // One gradient row per partial, to the owner that pooled it.
   Tensor mine = grad_parts(grad_out, h);
-  Tensor g = scratch_rows(h.parts, h.dim, h.dtype);
+  Tensor g = Tensor::empty({h.parts, h.dim}, h.dtype);
   all_to_all_single(g, mine, h.part_send_splits, h.part_recv_splits, h.comm);
   EmbeddingBagGrads out;
   Tensor pos = embedding_detail::distinct_rows(h, &out.row_ids);

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "dist/agreement.h"
-#include "dist/scratch_rows.h"
 #include "ops/error.h"
+#include "ops/gather_scatter/gather_scatter.h"
 
 namespace scatterx::dist::embedding_detail {
 namespace {
@@ -158,7 +158,7 @@ Tensor plan_requests(const TensorView& input, const TensorView& offsets, const T
   const int64_t cols = h.weighted ? 3 : 2;
   // Owner and bag of each id; ids per owner and bags per owner (a bag counts
   // once per owner it has ids on).
-  Tensor owner_bag = scratch::scratch_rows(n, 2, DType::Int64);  // per id: its owner and its bag
+  Tensor owner_bag = Tensor::empty({n, 2}, DType::Int64);  // per id: its owner and its bag
   auto* owner = owner_bag.data_as<int64_t>();
   h.id_send_splits.assign(static_cast<size_t>(world), 0);
   h.part_recv_splits.assign(static_cast<size_t>(world), 0);
@@ -181,9 +181,9 @@ Tensor plan_requests(const TensorView& input, const TensorView& offsets, const T
     next_part[o] = next_part[o - 1] + h.part_recv_splits[o - 1];
   }
   const int64_t parts = next_part[world - 1] + h.part_recv_splits[world - 1];
-  Tensor meta = scratch::scratch_rows(n, cols, DType::Int64);
-  h.sent_pos = scratch::scratch_vector(n, DType::Int64);
-  h.part_bag = scratch::scratch_vector(parts, DType::Int64);
+  Tensor meta = Tensor::empty({n, cols}, DType::Int64);
+  h.sent_pos = Tensor::empty({n}, DType::Int64);
+  h.part_bag = Tensor::empty({parts}, DType::Int64);
   auto* m = meta.data_as<int64_t>();
   auto* pos = h.sent_pos.data_as<int64_t>();
   auto* part_bag = h.part_bag.data_as<int64_t>();
@@ -226,8 +226,8 @@ Tensor plan_parts(const TensorView& received, EmbeddingBagHandle& h) {
   const int64_t n = received.size(0);
   const int64_t cols = received.size(1);
   const auto* m = static_cast<const int64_t*>(received.data());
-  h.recv_row = scratch::scratch_vector(n, DType::Int64);
-  h.recv_part = scratch::scratch_vector(n, DType::Int64);
+  h.recv_row = Tensor::empty({n}, DType::Int64);
+  h.recv_part = Tensor::empty({n}, DType::Int64);
   auto* row = h.recv_row.data_as<int64_t>();
   auto* part = h.recv_part.data_as<int64_t>();
   h.part_send_splits.assign(static_cast<size_t>(world), 0);

@@ -7,7 +7,6 @@
 
 #include "dist/moe.h"
 #include "dist/moe_routing.h"
-#include "dist/scratch_rows.h"
 #include "ops/error.h"
 #include "ops/gather/gather.h"
 #include "ops/gather_scatter/gather_dot.h"
@@ -16,17 +15,15 @@
 namespace scatterx::dist {
 namespace {
 
-using scratch::scratch_rows;
-
 // The experts' rows folded into their received rows, weighted (or not: weight
-// null), into a scratch block (every received row has at least one pair).
+// null); every received row has at least one pair.
 Tensor fold_to_received(const TensorView& rows, const TensorView* weight, const MoeHandle& h) {
-  return scratch::gather_scatter_to_scratch(rows, h.expert_row, h.received_row, weight, h.received, "moe");
+  return gather_scatter(rows, h.expert_row, h.received_row, Reduce::Sum, weight, h.received);
 }
 
 // rows [n, H] to the ranks that sent the tokens: the transpose of dispatch's row exchange.
 Tensor send_back(const TensorView& rows, const MoeHandle& h) {
-  Tensor back = scratch_rows(h.sent_token.numel(), rows.size(1), rows.dtype());
+  Tensor back = Tensor::empty({h.sent_token.numel(), rows.size(1)}, rows.dtype());
   all_to_all_single(back, rows, h.send_splits, h.recv_splits, h.comm);
   return back;
 }
@@ -65,9 +62,9 @@ MoeDispatch moe_dispatch(const TensorView& x, const TensorView& topk_idx, const 
   AllToAllVResult meta = all_to_all_v(plan.meta, plan.send_splits, comm);
   h->recv_splits = meta.recv_splits;
   h->received = meta.output.size(0);
-  Tensor sent = scratch_rows(plan.sent_token.numel(), h->hidden, x.dtype());
+  Tensor sent = Tensor::empty({plan.sent_token.numel(), h->hidden}, x.dtype());
   index_select_out(sent, x, 0, plan.sent_token);
-  Tensor received = scratch_rows(h->received, h->hidden, x.dtype());
+  Tensor received = Tensor::empty({h->received, h->hidden}, x.dtype());
   all_to_all_single(received, sent, h->recv_splits, h->send_splits, comm);
 
   moe_detail::plan_groups(meta.output, num_experts / world, options.pad_to_multiple, *h);
@@ -116,9 +113,9 @@ MoeCombineGrads moe_combine_backward(const TensorView& grad_y, const TensorView&
   check_rows(op, "grad_y", grad_y, h, h.tokens);
   check_rows(op, "expert_out", expert_out, h, h.rows);
   // grad_y's rows to the experts' ranks, as dispatch sent x's.
-  Tensor sent = scratch_rows(h.sent_token.numel(), h.hidden, h.dtype);
+  Tensor sent = Tensor::empty({h.sent_token.numel(), h.hidden}, h.dtype);
   index_select_out(sent, grad_y, 0, h.sent_token);
-  Tensor grad_received = scratch_rows(h.received, h.hidden, h.dtype);
+  Tensor grad_received = Tensor::empty({h.received, h.hidden}, h.dtype);
   all_to_all_single(grad_received, sent, h.recv_splits, h.send_splits, h.comm);
   MoeCombineGrads out;
   out.grad_expert_out = gather_scatter(grad_received, h.received_row, h.expert_row, Reduce::Sum, &h.weight, h.rows);

@@ -28,13 +28,6 @@ TensorView contiguous_like(char* data, const TensorView& v) {
 
 }  // namespace
 
-Tensor recycled_empty(const Shape& shape, DType dtype) {
-  const int64_t bytes = shape_numel(shape) * element_size(dtype);
-  auto [data, capacity] = detail::recycled_acquire(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
-  std::shared_ptr<void> owner(data, [capacity = capacity](void* p) { detail::recycled_release(p, capacity); });
-  return Tensor::adopt(TensorView(data, dtype, shape), std::move(owner));
-}
-
 void copy_view(const DeviceRoute& route, const TensorView& dst, const TensorView& src) {
   copy_on(route.queue.get(), dst, src);
 }

@@ -38,12 +38,6 @@ class Scratch {
   size_t capacity_ = 0;
 };
 
-// A tensor whose memory comes from the scratch cache and goes back to it
-// when the caller drops the tensor: an all-to-all-v called in a loop then
-// reuses its output memory instead of faulting in fresh pages every call
-// (which on a VM costs more than the exchange itself).
-Tensor recycled_empty(const Shape& shape, DType dtype);
-
 // dst = src between views of one shape and dtype, any strides, on the
 // route's side: queued on the device, else copied now.
 void copy_view(const DeviceRoute& route, const TensorView& dst, const TensorView& src);

@@ -33,8 +33,9 @@ Tensor reference_typed(const TensorView& x, const TensorView& src, const TensorV
   using A = scatterx::acc_t<T>;
   using Op = scatterx::ReduceOp<R, A>;
   const Tensor xc = Tensor::clone(x);
-  const int64_t rows = x.size(0);
-  const int64_t F = rows == 0 ? 0 : xc.numel() / rows;
+  // Features per row from the shape: with no rows an output row still has them all.
+  int64_t F = 1;
+  for (int64_t d = 1; d < x.dim(); ++d) F *= x.size(d);
   std::vector<A> acc(static_cast<size_t>(num_out * F), Op::identity());
   std::vector<int64_t> count(static_cast<size_t>(num_out), 0);
   auto index_at = [](const TensorView& v, int64_t e) {
@@ -350,6 +351,12 @@ TEST(IndexPlan, ScatterByPlanMatchesReference) {
         const TensorView transposed = transposed_storage.transpose(1, 2);
         scatterx::copy_(transposed, src);
         EXPECT_TRUE(same_values(scatterx::scatter_rows(transposed, index, reduce, 64), want)) << "strided src";
+        // Weighted: gather_scatter's fold with the identity for src_index.
+        Tensor weight = Tensor::empty({rows}, dtype);
+        fill_random(weight, rng, values);
+        EXPECT_TRUE(same_values(scatterx::scatter_rows(src, index, reduce, 64, &weight),
+                                reference(src, identity, index, reduce, &weight, 64)))
+            << "scatter_rows, weighted";
       }
     }
   }
@@ -382,6 +389,12 @@ TEST(IndexPlan, ScatterRowsErrors) {
       {"scatter_rows", "src of a floating dtype", "int32"});
   expect_error<scatterx::DTypeError>(
       [&] { scatterx::scatter_rows(src, Tensor::zeros({3}, DType::Float32), Reduce::Sum); }, {"scatter_rows", "index"});
+  const Tensor short_weight = Tensor::zeros({2}, DType::Float32);
+  expect_error<scatterx::ArgumentError>([&] { scatterx::scatter_rows(src, index, Reduce::Sum, -1, &short_weight); },
+                                        {"scatter_rows", "edge_weight of length 3 (index's)", "got 2"});
+  const Tensor double_weight = Tensor::zeros({3}, DType::Float64);
+  expect_error<scatterx::DTypeError>([&] { scatterx::scatter_rows(src, index, Reduce::Sum, -1, &double_weight); },
+                                     {"scatter_rows", "edge_weight", "float64"});
 }
 
 TEST(IndexPlan, OutlivesItsIndexAndCounts) {

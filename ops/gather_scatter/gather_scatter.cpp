@@ -17,10 +17,11 @@ namespace scatterx {
 
 namespace {
 
-void check_edge_list(const char* op, const char* name, const TensorView& index, int64_t edges) {
+// `edges` is the length of `length_of` ("src_index", or "index" for scatter_rows).
+void check_edge_list(const char* op, const char* name, const TensorView& index, int64_t edges, const char* length_of) {
   SCATTERX_CHECK(index.dim() == 1, ArgumentError, op, "expected ", name, " to be 1-d, got shape ", index.sizes().str());
-  SCATTERX_CHECK(index.size(0) == edges, ArgumentError, op, "expected ", name, " of length ", edges,
-                 " (src_index's), got ", index.size(0));
+  SCATTERX_CHECK(index.size(0) == edges, ArgumentError, op, "expected ", name, " of length ", edges, " (", length_of,
+                 "'s), got ", index.size(0));
 }
 
 // Everything but the destinations: x, src_index (null: the identity, for
@@ -48,7 +49,8 @@ void check_sources(const char* op, const TensorView& x, const TensorView* src_in
     SCATTERX_CHECK(x.size(0) == edges, ArgumentError, op, "expected src.size(0) to equal the plan's positions (", edges,
                    "), got ", x.size(0));
   }
-  if (edge_weight != nullptr) check_edge_list(op, "edge_weight", *edge_weight, edges);
+  if (edge_weight != nullptr)
+    check_edge_list(op, "edge_weight", *edge_weight, edges, src_index != nullptr ? "src_index" : "index");
 }
 
 // Both edge lists (and x, the reduce and edge_weight) against each other;
@@ -61,7 +63,7 @@ int64_t check_edge_lists(const char* op, const TensorView& x, const TensorView& 
                  src_index.sizes().str());
   const int64_t edges = src_index.size(0);
   check_sources(op, x, &src_index, edges, reduce, edge_weight);
-  check_edge_list(op, "dst_index", dst_index, edges);
+  check_edge_list(op, "dst_index", dst_index, edges, "src_index");
   return edges;
 }
 
@@ -181,18 +183,19 @@ Tensor gather_scatter(const TensorView& x, const TensorView& src_index, const In
   return run(op, x, &src_index, of_plan(op, dst), reduce, edge_weight, dst.positions(), dst.dim_size());
 }
 
-Tensor scatter_rows(const TensorView& src, const TensorView& index, Reduce reduce, int64_t dim_size) {
+Tensor scatter_rows(const TensorView& src, const TensorView& index, Reduce reduce, int64_t dim_size,
+                    const TensorView* weight) {
   constexpr const char* op = "scatter_rows";
   detail::check_devices(op, {{"src", &src}, {"index", &index}});
   detail::check_index_dtype(op, "index", index);
   SCATTERX_CHECK(index.dim() == 1, ArgumentError, op, "expected index to be 1-d, got shape ", index.sizes().str());
   SCATTERX_CHECK(src.dim() == 0 || src.size(0) == index.size(0), ArgumentError, op,
                  "expected src.size(0) to equal index's length (", index.size(0), "), got ", src.size(0));
-  check_sources(op, src, nullptr, index.size(0), reduce, nullptr);
+  check_sources(op, src, nullptr, index.size(0), reduce, weight);
   const int64_t positions = index.size(0);
   const int64_t num_out = detail::checked_dim_size(op, "index", index, dim_size);
   return with_destinations(op, index, positions, num_out, [&](const Destinations& dst) {
-    return run(op, src, nullptr, dst, reduce, nullptr, positions, num_out);
+    return run(op, src, nullptr, dst, reduce, weight, positions, num_out);
   });
 }
 

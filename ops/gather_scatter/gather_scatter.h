@@ -53,7 +53,10 @@ void gather_scatter_out(const TensorView& out, const TensorView& x, const Tensor
 // form of scatter_by_plan (index_plan.h), with the same results bit for bit.
 // The index is grouped for this call alone (on the CPU by the kernel's
 // counting sort, which lays the rows out as it places them: one pass fewer
-// than building a plan). dim_size < 0 means max(index) + 1.
-Tensor scatter_rows(const TensorView& src, const TensorView& index, Reduce reduce, int64_t dim_size = -1);
+// than building a plan). dim_size < 0 means max(index) + 1. With a weight
+// (1-d, one per position, src's dtype) each row is src[p] * weight[p]:
+// gather_scatter with the identity for src_index, without building it.
+Tensor scatter_rows(const TensorView& src, const TensorView& index, Reduce reduce, int64_t dim_size = -1,
+                    const TensorView* weight = nullptr);
 
 }  // namespace scatterx
