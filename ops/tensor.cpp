@@ -286,4 +286,8 @@ Tensor Tensor::adopt(const TensorView& view, std::shared_ptr<void> owner) {
   return out;
 }
 
+size_t host_cache_bytes() { return detail::recycled_cached_bytes(); }
+
+size_t empty_host_cache() { return detail::recycled_release_all(); }
+
 }  // namespace scatterx

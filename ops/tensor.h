@@ -12,6 +12,7 @@
 // (transpose, slice, ...) are plain TensorViews and do not keep it alive.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -129,7 +130,8 @@ class TensorView {
 class Tensor : public TensorView {
  public:
   Tensor() = default;
-  // Uninitialized / zero-filled contiguous tensors.
+  // Uninitialized / zero-filled contiguous tensors. On the CPU the memory of
+  // freed tensors is recycled (see host_cache_bytes below).
   static Tensor empty(const Shape& shape, DType dtype, Device device = Device::cpu());
   static Tensor zeros(const Shape& shape, DType dtype, Device device = Device::cpu());
   // A contiguous copy of any view, on the view's device.
@@ -148,5 +150,15 @@ class Tensor : public TensorView {
 // Element-wise copy dst[...] = src[...] between views of the same shape and
 // dtype (any strides). dst must not overlap src. Returns dst.
 TensorView copy_(const TensorView& dst, const TensorView& src);
+
+// The memory of freed CPU tensors (and kernel scratch) is kept for reuse, up
+// to SCATTERX_HOST_CACHE_BYTES (default 1 GiB), so that a new tensor's pages
+// are already faulted in: on a VM the first touch of fresh pages can cost
+// more than the op that writes them. host_cache_bytes() is what is kept now;
+// empty_host_cache() gives it all back to the allocator (as
+// torch.cuda.empty_cache() does for torch's CUDA allocator) and returns the
+// bytes given back. Both thread-safe.
+size_t host_cache_bytes();
+size_t empty_host_cache();
 
 }  // namespace scatterx

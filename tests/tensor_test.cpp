@@ -201,6 +201,11 @@ TEST(TensorTest, FreedHostMemoryIsRecycledWithinTheCacheLimit) {
   // Recycled memory is still an uninitialized tensor the caller fills.
   std::fill_n(static_cast<float*>(again.data()), again.numel(), 2.0f);
   EXPECT_EQ(static_cast<const float*>(again.data())[again.numel() - 1], 2.0f);
+  // Emptying the cache gives back what it holds, and no live tensor's memory.
+  const size_t held = scatterx::host_cache_bytes();
+  EXPECT_EQ(scatterx::empty_host_cache(), held);
+  EXPECT_EQ(scatterx::host_cache_bytes(), 0u);
+  EXPECT_EQ(static_cast<const float*>(again.data())[0], 2.0f);
 }
 
 TEST(TensorTest, CopyBetweenLayouts) {

@@ -89,6 +89,16 @@ void recycled_release(void* p, size_t capacity) noexcept {
   }
 }
 
+size_t recycled_release_all() noexcept {
+  ScratchCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  const size_t freed = c.cached;
+  for (const auto& [capacity, block] : c.free_blocks) host_free(block);
+  c.free_blocks.clear();
+  c.cached = 0;
+  return freed;
+}
+
 size_t recycled_cached_bytes() {
   ScratchCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);

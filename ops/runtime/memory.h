@@ -29,7 +29,9 @@ void host_free(void* p) noexcept;
 std::pair<void*, size_t> recycled_acquire(size_t bytes);
 void recycled_release(void* p, size_t capacity) noexcept;
 
-// Bytes the cache holds now (for tests and diagnostics).
+// Bytes the cache holds now, and freeing every block it holds (returns the
+// bytes freed).
 size_t recycled_cached_bytes();
+size_t recycled_release_all() noexcept;
 
 }  // namespace scatterx::detail

@@ -13,6 +13,7 @@ Functions used when a torch input requires grad.
 
 from . import cuda
 from ._C import __version__
+from ._memory import empty_host_cache, host_cache_bytes
 from ._plan import IndexPlan
 from ._ops import (
     gather,
@@ -37,6 +38,8 @@ __all__ = [
     "__version__",
     "IndexPlan",
     "cuda",
+    "empty_host_cache",
+    "host_cache_bytes",
     "gather",
     "gather_dot",
     "gather_scatter",

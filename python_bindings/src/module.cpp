@@ -92,6 +92,14 @@ void register_cuda_controls(nb::module_& m) {
   m.def("cuda_scatter_path", [] { return static_cast<int>(scatterx::cuda::scatter_path()); });
 }
 
+// The host memory cache (ops/tensor.h).
+void register_host_cache(nb::module_& m) {
+  m.def("host_cache_bytes", &scatterx::host_cache_bytes,
+        "Bytes of freed CPU tensors' memory kept for reuse (SCATTERX_HOST_CACHE_BYTES bounds it).");
+  m.def("empty_host_cache", &scatterx::empty_host_cache,
+        "Gives the kept memory back to the allocator; returns the bytes given back.");
+}
+
 // gather and index_select, returning a new array or writing `out`.
 void register_gather_ops(nb::module_& m) {
   m.def(
@@ -262,6 +270,7 @@ NB_MODULE(_C, m) {
       .value("CuPy", Framework::CuPy);
 
   register_cuda_controls(m);
+  register_host_cache(m);
   register_gather_ops(m);
   register_scatter_ops(m);
   register_index_ops(m);
