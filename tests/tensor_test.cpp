@@ -2,8 +2,12 @@
 // values seen through them), Tensor::clone / zeros / adopt, copy_, Scalar
 // conversions, and dtype / reduce names.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cmath>
+#include <thread>
 
 #include <algorithm>
 #include <memory>
@@ -206,6 +210,32 @@ TEST(TensorTest, FreedHostMemoryIsRecycledWithinTheCacheLimit) {
   EXPECT_EQ(scatterx::empty_host_cache(), held);
   EXPECT_EQ(scatterx::host_cache_bytes(), 0u);
   EXPECT_EQ(static_cast<const float*>(again.data())[0], 2.0f);
+}
+
+// A child forked while another thread holds the cache's lock (a DataLoader
+// worker forked mid-op, say) can still allocate: the lock is taken around
+// fork and released on both sides. A child that hangs is killed by its alarm.
+TEST(TensorTest, ForkWhileAnotherThreadAllocatesLeavesTheChildUsable) {
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    while (!stop.load()) Tensor t = Tensor::empty({1 << 16}, DType::Float32);
+  });
+  int failed = 0;
+  for (int i = 0; i < 100; ++i) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(5);
+      Tensor t = Tensor::empty({1 << 16}, DType::Float32);
+      _exit(t.data() != nullptr ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+  }
+  stop = true;
+  churn.join();
+  EXPECT_EQ(failed, 0) << "children that could not allocate after fork";
 }
 
 TEST(TensorTest, CopyBetweenLayouts) {

@@ -3,6 +3,7 @@
 #include "ops/runtime/knobs.h"
 #include "ops/runtime/stream_copy.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -36,8 +37,17 @@ struct ScratchCache {
 // exit), and its release must still find the cache. (A destroyed cache's
 // mutex hung such a release at exit.) The blocks stay reachable through this
 // pointer, and the OS takes them back.
+//
+// fork() copies the lock as it is: a child forked while another thread held
+// it (a DataLoader worker forked in the middle of an op) would wait forever
+// on its first allocation. So the forking thread takes the lock around fork
+// and both sides release it.
 ScratchCache& cache() {
-  static ScratchCache* const instance = new ScratchCache;
+  static ScratchCache* const instance = [] {
+    auto* c = new ScratchCache;
+    pthread_atfork([] { cache().mutex.lock(); }, [] { cache().mutex.unlock(); }, [] { cache().mutex.unlock(); });
+    return c;
+  }();
   return *instance;
 }
 
