@@ -47,8 +47,9 @@ static Work all_reduce_impl(const TensorView& tensor, ReduceOp reduce_op, const 
     check_output(op, "tensor", tensor);
     check_reduce_op(op, reduce_op, tensor.dtype());
   };
-  // Sync latency-path calls skip launch()'s queueing (run_now).
-  if (!async && tensor.device().is_cpu()) {
+  // Sync latency-path calls skip launch()'s queueing (run_now). With the
+  // cross-rank checks on, launch() must see a local failure (to tell the peers).
+  if (!async && tensor.device().is_cpu() && !comm.state().checks.load()) {
     validate();
     const DeviceRoute none = device_route(tensor, op);
     const bool ran =

@@ -584,6 +584,32 @@ TEST_F(MismatchTest, LocalFailureOnOneRankRaisesOnPeers) {
   expect_usable(c);
 }
 
+// The same for the small sync calls that can skip launch()'s queueing: with
+// the checks on they go through launch(), which tells the peers.
+TEST_F(MismatchTest, LocalFailureOfASmallSyncCallRaisesOnPeers) {
+  SXD_REQUIRE_WS2();
+  Communicator c = dedicated(true);
+  Tensor values = Tensor::zeros({4}, DType::Float32);
+  if (rank() == 1) {
+    const std::string msg = expect_throws<DTypeError>([&] { dist::all_reduce(values, ReduceOp::BAnd, c); });
+    EXPECT_TRUE(mentions(msg, {"all_reduce", "band", "float32"}));
+  } else {
+    const std::string msg = expect_peer_error([&] { dist::all_reduce(values, ReduceOp::Sum, c); });
+    EXPECT_TRUE(mentions(msg, {"all_reduce"}));
+    EXPECT_TRUE(names_rank(msg, 1));
+  }
+  expect_usable(c);
+  if (rank() == 1) {
+    const std::string msg = expect_throws<ArgumentError>([&] { dist::broadcast(values, ws(), c); });
+    EXPECT_TRUE(mentions(msg, {"broadcast", "src"}));
+  } else {
+    const std::string msg = expect_peer_error([&] { dist::broadcast(values, 0, c); });
+    EXPECT_TRUE(mentions(msg, {"broadcast"}));
+    EXPECT_TRUE(names_rank(msg, 1));
+  }
+  expect_usable(c);
+}
+
 // The same for the variable-split path (always checked): rank 0's split list
 // does not add up to its input.
 TEST_F(MismatchTest, LocalSplitFailureOnOneRankRaisesOnPeers) {

@@ -1,11 +1,14 @@
-// all_reduce's algorithms forced one by one (dist/latency_all_reduce.h):
+// The small-message paths: all_reduce's algorithms forced one by one (dist/latency_all_reduce.h):
 // the shared-memory latency path, recursive doubling and the reduce-scatter
 // + all-gather, each on a communicator made with its own
 // SCATTERX_DIST_ALLREDUCE_SMALL_BYTES and shared_memory. Every reduce op
 // and dtype at sizes around the switch point against the closed form
 // (tests/dist/dist_test_util.h), results bit-identical on every rank for
 // float sums whose order of addition matters, the async form, and a
-// mismatched threshold rejected when the communicator is made.
+// mismatched threshold rejected when the communicator is made. The small
+// all-gathers and broadcasts share the segment's slots and call numbers with
+// the all-reduce (shm_small_*, dist/shm_transport.h): every kind interleaved,
+// sync and async, around the switch point.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -145,6 +148,65 @@ TEST_P(LatencyAllReduceTest, ManyAsyncCallsInFlight) {
     EXPECT_TRUE(holds(ts[static_cast<size_t>(k)],
                       [&](int64_t i) { return reduce_expected(ReduceOp::Sum, DType::Int64, ranks, i + k); }))
         << "call " << k;
+  }
+}
+
+// Small all-reduces, all-gathers (into a tensor, into a list, async) and
+// broadcasts from every root, interleaved: every call of every kind advances
+// the slots' call number alike on every rank, so each reads what its peers
+// wrote for that very call. Blocks on both sides of the switch point.
+TEST_P(LatencyAllReduceTest, SmallCallsOfEveryKindInterleaved) {
+  const Communicator c = comm_for(algo());
+  const int r = rank();
+  const int w = ws();
+  const std::vector<int> ranks = iota_ranks(w);
+  const int64_t at = kSmallBytes / 4;  // int32 / float32 elements at the switch point
+  auto block_value = [](int q, int64_t i, int k) { return V{static_cast<double>(q * 1000 + i + k), 0}; };
+  for (int k = 0; k < 60; ++k) {
+    const int64_t n = k % 10 == 9 ? at + (k / 10) % 2 : 1 + k % 7;
+    const std::string trace = algo_label(algo()) + " call " + std::to_string(k) + ", " + std::to_string(n);
+    switch (k % 4) {
+      case 0: {
+        Tensor t = make({n}, DType::Int64, [&](int64_t i) { return reduce_input(ReduceOp::Sum, DType::Int64, r, i); });
+        dist::all_reduce(t, ReduceOp::Sum, c);
+        ASSERT_TRUE(holds(t, [&](int64_t i) { return reduce_expected(ReduceOp::Sum, DType::Int64, ranks, i); }))
+            << trace;
+        break;
+      }
+      case 1: {
+        Tensor in = make({n}, DType::Int32, [&](int64_t i) { return block_value(r, i, k); });
+        Tensor out = make({w * n}, DType::Int32, [](int64_t) { return V{-1, 0}; });
+        Tensor async_out = make({w * n}, DType::Int32, [](int64_t) { return V{-1, 0}; });
+        Work pending = dist::all_gather_into_tensor_async(async_out, in, c);
+        dist::all_gather_into_tensor(out, in, c);
+        pending.wait();
+        for (const Tensor* o : {&out, &async_out}) {
+          ASSERT_TRUE(holds(*o, [&](int64_t i) { return block_value(static_cast<int>(i / n), i % n, k); })) << trace;
+        }
+        break;
+      }
+      case 2: {
+        const int root = k % w;
+        Tensor t = make({n}, DType::Float64, [&](int64_t i) {
+          return r == root ? V{static_cast<double>(k * 100 + i), 0} : V{-1, 0};
+        });
+        dist::broadcast(t, root, c);
+        ASSERT_TRUE(holds(t, [&](int64_t i) { return V{static_cast<double>(k * 100 + i), 0}; })) << trace;
+        break;
+      }
+      default: {
+        Tensor in = make({n}, DType::Float32, [&](int64_t i) { return block_value(r, i, k); });
+        std::vector<Tensor> outs;
+        std::vector<scatterx::TensorView> views;
+        for (int q = 0; q < w; ++q) outs.push_back(make({n}, DType::Float32, [](int64_t) { return V{-1, 0}; }));
+        for (const Tensor& o : outs) views.push_back(o);
+        dist::all_gather(views, in, c);
+        for (int q = 0; q < w; ++q) {
+          ASSERT_TRUE(holds(outs[static_cast<size_t>(q)], [&](int64_t i) { return block_value(q, i, k); }))
+              << trace << ", block " << q;
+        }
+      }
+    }
   }
 }
 
