@@ -142,14 +142,23 @@ TEST_F(CudaGatherScatter, MatchesTheCpuBackend) {
             scatterx::gather_scatter_out(into, gx, src.gpu, dst.gpu, reduce, gw);
             EXPECT_TRUE(same_values(to_host(into), got_host)) << "gather_scatter_out";
             // The rows of a [edges, F...] source by the plan alone.
-            if (!weighted && src_dtype == DType::Int64) {
+            if (src_dtype == DType::Int64) {
               Shape ms = xs;
               ms[0] = edges;
               Tensor messages = Tensor::empty(ms, dtype);
               fill_random(messages, rng, values);
-              const scatterx::IndexPlan host_plan(dst.host, dim_size);
               Tensor identity = Tensor::empty({edges}, DType::Int64);
               for (int64_t e = 0; e < edges; ++e) static_cast<int64_t*>(identity.data())[e] = e;
+              if (weighted) {  // scatter_rows weighted: the identity for src_index, not built
+                EXPECT_TRUE(matches_cpu(
+                    to_host(scatterx::scatter_rows(to_device(messages).base, dst.gpu, reduce, dim_size, gw)),
+                    scatterx::scatter_rows(messages, dst.host, reduce, dim_size, hw), reduce, messages, identity,
+                    dst.host, hw))
+                    << "scatter_rows, weighted";
+                ++cases;
+                continue;
+              }
+              const scatterx::IndexPlan host_plan(dst.host, dim_size);
               EXPECT_TRUE(matches_cpu(to_host(scatterx::scatter_by_plan(to_device(messages).base, plan, reduce)),
                                       scatterx::scatter_by_plan(messages, host_plan, reduce), reduce, messages,
                                       identity, dst.host, nullptr))
