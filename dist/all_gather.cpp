@@ -3,7 +3,7 @@
 // or on the host, when every rank is on one host, through the shared
 // segment's slots for small blocks (shm_small_all_gather) and by single copy
 // out of the peers' inputs for large ones (single_copy.h), else by the ring
-// (ring.h). Sync calls of small blocks skip launch()'s queueing (run_now).
+// (ring.h).
 #include <string>
 #include <vector>
 
@@ -48,7 +48,7 @@ static Work all_gather_into_tensor_impl(const TensorView& output, const TensorVi
                                         bool async) {
   const char* op = "all_gather_into_tensor";
   const int ws = comm.size();
-  auto validate = [&] {
+  auto check = [&] {
     check_cpu(op, "input", input);
     check_output(op, "output", output);
     check_dtype_match(op, "output", output, "input", input);
@@ -58,9 +58,6 @@ static Work all_gather_into_tensor_impl(const TensorView& output, const TensorVi
         static_cast<const char*>(input.data()) ==
             static_cast<const char*>(output.data()) + comm.rank() * input.numel() * input.element_size();
     if (!in_place) detail::check_no_overlap(op, "output", output, "input", input);
-  };
-  auto check = [&] {
-    validate();
     return dense_meta(input, ws);
   };
   Body body = [output, input, op](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
@@ -91,13 +88,6 @@ static Work all_gather_into_tensor_impl(const TensorView& output, const TensorVi
     }
     out.commit();
   };
-  // With the cross-rank checks on, launch() must see a local failure (to tell the peers).
-  if (!async && input.device().is_cpu() && output.device().is_cpu() && !comm.state().checks.load()) {
-    validate();
-    const bool small = !device_route(input, op) && small_blocks(comm.state(), input.numel() * input.element_size());
-    if (small && run_now(comm, op, [&](Communicator::State& s, Waiter& w, int tag) { body(s, w, tag, nullptr); }))
-      return Work();
-  }
   return launch(comm, op, async, false, check, std::move(body));
 }
 

@@ -4,7 +4,6 @@
 // shared segment when it is small
 // (shm_small_broadcast) and straight out of the root's memory when it is
 // large (single_copy.h), else down the binomial tree (binomial_broadcast.h).
-// Sync calls of small tensors skip launch()'s queueing (run_now).
 #include <vector>
 
 #include "dist/arg_checks.h"
@@ -52,12 +51,9 @@ bool small_broadcast(const Communicator::State& s, int64_t bytes) {
 static Work broadcast_impl(const TensorView& tensor, int root, const Communicator& comm, bool async) {
   const char* op = "broadcast";
   const int ws = comm.size();
-  auto validate = [&] {
+  auto check = [&] {
     check_output(op, "tensor", tensor);
     SCATTERX_CHECK(root >= 0 && root < ws, ArgumentError, op, "src expected a rank in [0, ", ws, "), got ", root);
-  };
-  auto check = [&] {
-    validate();
     return dense_meta(tensor, ws, root);
   };
   Body body = [tensor, root, op](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
@@ -82,14 +78,6 @@ static Work broadcast_impl(const TensorView& tensor, int root, const Communicato
       binomial_broadcast(s, w, tag, buf.data(), bytes, root, op);
     if (s.rank != root) buf.commit();
   };
-  // With the cross-rank checks on, launch() must see a local failure (to tell the peers).
-  if (!async && tensor.device().is_cpu() && !comm.state().checks.load()) {
-    validate();
-    const bool small =
-        !device_route(tensor, op) && small_broadcast(comm.state(), tensor.numel() * tensor.element_size());
-    if (small && run_now(comm, op, [&](Communicator::State& s, Waiter& w, int tag) { body(s, w, tag, nullptr); }))
-      return Work();
-  }
   return launch(comm, op, async, false, check, std::move(body));
 }
 

@@ -58,10 +58,13 @@ uint64_t shm_small_arrive(Communicator::State& s, Waiter& w, const char* data, i
   const int ws = s.size;
   const uint64_t call = ++t.small_calls;
   char* mine = t.small_slot(s.rank, call);
-  if (data != nullptr && slot_streaming(bytes)) {
+  // Nothing to stage when this rank shares nothing or the tensor is empty
+  // (whose data may be null).
+  const bool stage = data != nullptr && bytes > 0;
+  if (stage && slot_streaming(bytes)) {
     detail::copy_streaming(mine, data, bytes);
     detail::streaming_store_fence();  // before the call number is published
-  } else if (data != nullptr) {
+  } else if (stage) {
     std::memcpy(mine, data, static_cast<size_t>(bytes));
   }
   t.arrived[static_cast<size_t>(s.rank)]->store(call, std::memory_order_release);
@@ -102,14 +105,14 @@ void shm_small_all_gather(Communicator::State& s, Waiter& w, const char* own, ch
   for (int q = 0; q < s.size; ++q) {
     char* to = out + static_cast<int64_t>(q) * bytes;
     const char* from = q == s.rank ? own : t.small_slot(q, call);
-    if (to != from) std::memcpy(to, from, static_cast<size_t>(bytes));
+    if (bytes > 0 && to != from) std::memcpy(to, from, static_cast<size_t>(bytes));
   }
 }
 
 void shm_small_broadcast(Communicator::State& s, Waiter& w, char* data, int64_t bytes, int root, const char* op) {
   const bool is_root = s.rank == root;
   const uint64_t call = shm_small_arrive(s, w, is_root ? data : nullptr, bytes, op);
-  if (!is_root) std::memcpy(data, s.shm->small_slot(root, call), static_cast<size_t>(bytes));
+  if (!is_root && bytes > 0) std::memcpy(data, s.shm->small_slot(root, call), static_cast<size_t>(bytes));
 }
 
 }  // namespace scatterx::dist
