@@ -1,6 +1,6 @@
-// The latency paths on one host: all_reduce's (latency_all_reduce.h) and the
-// small all-gathers and broadcasts (shm_transport.h), through slots and call
-// numbers in the shared segment, no MPI message.
+// all_reduce's latency path on one host (latency_all_reduce.h): slots and
+// call numbers in the shared segment (shm_small_arrive, shm_transport.h), no
+// MPI message.
 #include <sched.h>
 
 #include <atomic>
@@ -96,23 +96,6 @@ void shm_all_reduce(Communicator::State& s, Waiter& w, char* data, int64_t n, DT
   for (int q = 2; q < ws; ++q) {
     detail::combine_cpu(data, data, slot(q), n, dtype, reduce, q == ws - 1 ? mean_count : 0, op);
   }
-}
-
-void shm_small_all_gather(Communicator::State& s, Waiter& w, const char* own, char* out, int64_t bytes,
-                          const char* op) {
-  const ShmTransport& t = *s.shm;
-  const uint64_t call = shm_small_arrive(s, w, own, bytes, op);
-  for (int q = 0; q < s.size; ++q) {
-    char* to = out + static_cast<int64_t>(q) * bytes;
-    const char* from = q == s.rank ? own : t.small_slot(q, call);
-    if (bytes > 0 && to != from) std::memcpy(to, from, static_cast<size_t>(bytes));
-  }
-}
-
-void shm_small_broadcast(Communicator::State& s, Waiter& w, char* data, int64_t bytes, int root, const char* op) {
-  const bool is_root = s.rank == root;
-  const uint64_t call = shm_small_arrive(s, w, is_root ? data : nullptr, bytes, op);
-  if (!is_root && bytes > 0) std::memcpy(data, s.shm->small_slot(root, call), static_cast<size_t>(bytes));
 }
 
 }  // namespace scatterx::dist

@@ -26,8 +26,6 @@ enum class KnobKind {
     "CPU kernels: auto picks the AVX2 build where the CPU has it; baseline forces the portable one")                \
   X(StreamingStoreBytes, "SCATTERX_STREAMING_STORE_BYTES", Bytes, "33554432", 0, int64_t{1} << 62, "", false,       \
     "row gathers whose output is at least this large write with non-temporal stores")                               \
-  X(HostCacheBytes, "SCATTERX_HOST_CACHE_BYTES", Bytes, "1073741824", 0, int64_t{1} << 62, "", false,               \
-    "freed CPU tensors and kernel scratch kept for reuse, so their pages are not faulted in again; 0 keeps none")   \
   X(DistTimeout, "SCATTERX_DIST_TIMEOUT", Seconds, "600", 0, 0, "", false,                                          \
     "seconds a collective waits for its peers before raising DistTimeoutError (default of the timeout option)")     \
   X(DistChecks, "SCATTERX_DIST_CHECKS", Flag, "0", 0, 0, "", false,                                                 \
@@ -38,8 +36,8 @@ enum class KnobKind {
     "reduce-scatter through a shared-memory segment when every rank is on one host (default of the shared_memory "  \
     "option)")                                                                                                      \
   X(DistAllReduceSmallBytes, "SCATTERX_DIST_ALLREDUCE_SMALL_BYTES", Bytes, "65536", 0, int64_t{1} << 24, "", false, \
-    "all_reduce of at most this many bytes, and all-gathers of blocks and broadcasts of at most this many, take "   \
-    "the latency path (shared-memory slots on one host; all_reduce: recursive doubling between hosts); 0 never")    \
+    "all_reduce of at most this many bytes takes the latency path (shared-memory slots on one host, recursive "     \
+    "doubling between hosts); 0 never")                                                                             \
   X(DistSingleCopy, "SCATTERX_DIST_SINGLE_COPY", Flag, "1", 0, 0, "", false,                                        \
     "all-gathers, all-to-alls and broadcasts read large messages straight out of the peers' memory when every "     \
     "rank is on one host (default of the single_copy option)")                                                      \
