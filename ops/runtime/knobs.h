@@ -26,6 +26,8 @@ enum class KnobKind {
     "CPU kernels: auto picks the AVX2 build where the CPU has it; baseline forces the portable one")                \
   X(StreamingStoreBytes, "SCATTERX_STREAMING_STORE_BYTES", Bytes, "33554432", 0, int64_t{1} << 62, "", false,       \
     "row gathers whose output is at least this large write with non-temporal stores")                               \
+  X(HostCacheBytes, "SCATTERX_HOST_CACHE_BYTES", Bytes, "1073741824", 0, int64_t{1} << 62, "", false,               \
+    "freed CPU tensors and kernel scratch kept for reuse, so their pages are not faulted in again; 0 keeps none")   \
   X(DistTimeout, "SCATTERX_DIST_TIMEOUT", Seconds, "600", 0, 0, "", false,                                          \
     "seconds a collective waits for its peers before raising DistTimeoutError (default of the timeout option)")     \
   X(DistChecks, "SCATTERX_DIST_CHECKS", Flag, "0", 0, 0, "", false,                                                 \
