@@ -26,7 +26,7 @@ size_t cache_limit() {
   return limit;
 }
 
-struct ScratchCache {
+struct RecycledCache {
   std::mutex mutex;
   std::multimap<size_t, void*> free_blocks;  // capacity -> block
   size_t cached = 0;
@@ -42,9 +42,9 @@ struct ScratchCache {
 // it (a DataLoader worker forked in the middle of an op) would wait forever
 // on its first allocation. So the forking thread takes the lock around fork
 // and both sides release it.
-ScratchCache& cache() {
-  static ScratchCache* const instance = [] {
-    auto* c = new ScratchCache;
+RecycledCache& cache() {
+  static RecycledCache* const instance = [] {
+    auto* c = new RecycledCache;
     pthread_atfork([] { cache().mutex.lock(); }, [] { cache().mutex.unlock(); }, [] { cache().mutex.unlock(); });
     return c;
   }();
@@ -70,7 +70,7 @@ std::pair<void*, size_t> recycled_acquire(size_t bytes) {
   cache_limit();  // a bad SCATTERX_HOST_CACHE_BYTES raises here, not in the noexcept release
   bytes = std::max(bytes, kCacheLine);
   {
-    ScratchCache& c = cache();
+    RecycledCache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
     // Reuse a block no more than twice the request, so a small request
     // does not pin a huge block.
@@ -87,7 +87,7 @@ std::pair<void*, size_t> recycled_acquire(size_t bytes) {
 
 void recycled_release(void* p, size_t capacity) noexcept {
   if (p == nullptr) return;
-  ScratchCache& c = cache();
+  RecycledCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   c.free_blocks.emplace(capacity, p);
   c.cached += capacity;
@@ -100,7 +100,7 @@ void recycled_release(void* p, size_t capacity) noexcept {
 }
 
 size_t recycled_release_all() noexcept {
-  ScratchCache& c = cache();
+  RecycledCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   const size_t freed = c.cached;
   for (const auto& [capacity, block] : c.free_blocks) host_free(block);
@@ -110,7 +110,7 @@ size_t recycled_release_all() noexcept {
 }
 
 size_t recycled_cached_bytes() {
-  ScratchCache& c = cache();
+  RecycledCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   return c.cached;
 }
