@@ -14,7 +14,9 @@
 //        BM_gather_scatter folds table[src_index] into [100k, 64] by index
 //        (fused, a new output per call) next to BM_index_select_index_add, the
 //        same result in two steps through the [1M, 64] messages (index_select_out
-//        into a kept buffer, then index_add_ into aggregate).
+//        into a kept buffer, then index_add_ into aggregate). BM_row_read_limit
+//        is no kernel: it reads the messages' rows in destination order and
+//        writes nothing, the least a fold in that order can cost.
 //   moe  16k tokens x 4096 bfloat16 rows permuted by a random permutation
 //        (index_select / gather: dispatch) and back (index_add_ / scatter_add_ /
 //        scatter_: unpermute).
@@ -56,6 +58,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <benchmark/benchmark.h>
 
@@ -169,6 +172,42 @@ void register_memcpy_baselines() {
 
 // ---- GNN --------------------------------------------------------------------
 
+// Positions 0..E-1 sorted by index[position], stable (a counting sort).
+std::vector<int64_t> destination_order(const scatterx::Tensor& index, int64_t nodes) {
+  const auto* idx = static_cast<const int64_t*>(index.data());
+  const int64_t edges = index.numel();
+  std::vector<int64_t> start(static_cast<size_t>(nodes) + 1, 0);
+  for (int64_t e = 0; e < edges; ++e) ++start[static_cast<size_t>(idx[e]) + 1];
+  for (int64_t v = 0; v < nodes; ++v) start[static_cast<size_t>(v) + 1] += start[static_cast<size_t>(v)];
+  std::vector<int64_t> order(static_cast<size_t>(edges));
+  for (int64_t e = 0; e < edges; ++e) order[static_cast<size_t>(start[static_cast<size_t>(idx[e])]++)] = e;
+  return order;
+}
+
+// Sums the 64-float rows of `rows` in `order`, split between the OpenMP
+// threads, prefetching 8 rows ahead; returns a checksum so nothing is elided.
+float read_rows_in_order(const float* rows, const std::vector<int64_t>& order) {
+  constexpr int64_t kFeatures = 64;
+  constexpr int64_t kAhead = 8;
+  const auto n = static_cast<int64_t>(order.size());
+  float total = 0;
+#pragma omp parallel reduction(+ : total)
+  {
+    float acc[kFeatures] = {};
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      if (i + kAhead < n) {
+        const char* next = reinterpret_cast<const char*>(rows + order[static_cast<size_t>(i + kAhead)] * kFeatures);
+        for (int b = 0; b < kFeatures * 4; b += 64) __builtin_prefetch(next + b);
+      }
+      const float* row = rows + order[static_cast<size_t>(i)] * kFeatures;
+      for (int64_t f = 0; f < kFeatures; ++f) acc[f] += row[f];
+    }
+    for (float a : acc) total += a;
+  }
+  return total;
+}
+
 struct ReduceCase {
   Reduce reduce;
   const char* name;
@@ -214,6 +253,18 @@ void register_gnn() {
         scatterx::scatter_reduce_(g.aggregate, 0, index2d(), g.messages, rc.reduce, /*include_self=*/true);
       });
     }
+    // The floor any fold in destination order stands on: reading the
+    // messages' rows in that order (grouped by destination, stable), with
+    // the same prefetch distance and threads as the kernels, summed into a
+    // register row and nothing written. Same byte model as the scatters, so
+    // it reads as a fraction of memcpy beside them.
+    add("BM_row_read_limit" + tail, scatter_model, [d] {
+      const GnnData& g = gnn_data();
+      static std::vector<int64_t> orders[2];
+      std::vector<int64_t>& order = orders[d];
+      if (order.empty()) order = destination_order(g.index[d], sizes().nodes);
+      benchmark::DoNotOptimize(read_rows_in_order(static_cast<const float*>(g.messages.data()), order));
+    });
     add("BM_index_add" + tail, scatter_model, [index1d] {
       const GnnData& g = gnn_data();
       scatterx::index_add_(g.aggregate, 0, index1d(), g.messages);

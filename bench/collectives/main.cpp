@@ -24,6 +24,11 @@
 //                      bytes an all-gather rank must write, at the copy
 //                      bandwidth the ranks get together (the limit of a
 //                      single-copy all-gather)
+//   peer_copy          not a collective: every rank gathers the all-gather's
+//                      blocks from its peers' memory, by process_vm_readv
+//                      out of their private buffers / by memcpy out of an
+//                      MPI shared-memory window (the two single copies one
+//                      process can make of another's bytes; no handshake)
 // Uneven splits: rank r sends u * ((r + j) % ws + 1) rows of 16 elements to
 // rank j, so every rank sends and receives u * ws * (ws + 1) / 2 rows.
 //

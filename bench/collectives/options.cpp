@@ -27,7 +27,9 @@ const std::string& usage_text() {
       "  --dtype T          float32 (default), bfloat16 or float64\n"
       "  --ops LIST         comma-separated: reduce_scatter, all_gather, all_reduce, all_to_all_v,\n"
       "                     all_to_all_single, broadcast (default: the first five), copy (every\n"
-      "                     rank copies the all-gather's output size locally: the copy limit)\n"
+      "                     rank copies the all-gather's output size locally: the copy limit),\n"
+      "                     peer_copy (the all-gather's bytes copied out of the peers' memory by\n"
+      "                     process_vm_readv / from a shared mapping: the single-copy limits)\n"
       "  --markdown FILE    also write the report as markdown to FILE\n"
       "  --json FILE        also write the rows as JSON to FILE (scatterx-bench-results/1, documented in\n"
       "                     python_bindings/scatterx/bench/results.py; bench/plot.py draws them)\n"
@@ -106,6 +108,7 @@ std::string canonical_op(const std::string& name) {
   if (name == "all_to_all_single") return "all_to_all_single";
   if (name == "broadcast") return "broadcast";
   if (name == "copy") return "copy";
+  if (name == "peer_copy") return "peer_copy";
   usage_error("unknown op '" + name + "'");
 }
 
