@@ -27,6 +27,9 @@ const char* native_name(const std::string& op) {
   return "MPI_Alltoallv";
 }
 
+// The ops that time no scatterx call: copies, the limits the collectives are read against.
+bool copy_limit(const std::string& op) { return op == "copy" || op == "peer_copy"; }
+
 const char* sx_name(const std::string& op) {
   if (op == "reduce_scatter") return "reduce_scatter_tensor";
   if (op == "all_gather") return "all_gather_into_tensor";
@@ -107,9 +110,8 @@ std::string pairs_line(const Options& opt) {
   std::ostringstream s;
   s << "Pairs: ";
   for (size_t i = 0; i < opt.ops.size(); ++i) {
-    const bool limit = opt.ops[i] == "copy" || opt.ops[i] == "peer_copy";  // no scatterx call: the copy limits
-    s << (i ? "; " : "") << opt.ops[i] << " = " << (limit ? "" : "scatterx ") << sx_name(opt.ops[i]) << " vs "
-      << native_name(opt.ops[i]);
+    s << (i ? "; " : "") << opt.ops[i] << " = " << (copy_limit(opt.ops[i]) ? "" : "scatterx ") << sx_name(opt.ops[i])
+      << " vs " << native_name(opt.ops[i]);
   }
   s << ". busbw sx/MPI = scatterx busbw / MPI busbw at the medians. other CPU = share of all CPUs used by other "
     << "processes (or stolen) while the op and size ran, from /proc/stat; above " << pct(opt.noisy)
@@ -282,10 +284,9 @@ void write_json(const std::string& path, const Options& opt, const std::vector<R
   const char* sep = "\n  ";
   for (const Result& r : results) {
     if (std::isnan(r.sx.p50_us)) continue;  // not timed: its check failed with an error
-    const bool limits = r.op == "copy" || r.op == "peer_copy";
     std::fprintf(f, "%s%s", sep, json_row(r, r.op == "peer_copy" ? "cma" : "scatterx", r.sx, opt).c_str());
     sep = ",\n  ";
-    std::fprintf(f, "%s%s", sep, json_row(r, limits ? "memcpy" : "mpi", r.mpi, opt).c_str());
+    std::fprintf(f, "%s%s", sep, json_row(r, copy_limit(r.op) ? "memcpy" : "mpi", r.mpi, opt).c_str());
   }
   std::fprintf(f, "\n]}\n");
   std::fclose(f);
