@@ -6,7 +6,9 @@
 // The fold is compiled for the baseline ISA and again for AVX2 (cpu_isa.h):
 // the same additions in the same order, so the results are bit-identical.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "ops/detail/segments.h"
 #include "ops/dispatch.h"
@@ -20,20 +22,22 @@ namespace scatterx::detail {
 
 namespace {
 
-constexpr int64_t kTile = 64;            // features one pass over a group folds together
-constexpr int64_t kUnitElements = 4096;  // about this many source reads per dynamic piece
+constexpr int64_t kTile = 64;  // features one pass over a group folds together
 
 // Edges ahead whose source row (tile) is prefetched. Random 512-byte rows of
 // a 256 MiB table (the embedding-bag owner's pooling, 328k ids): 8 ahead
 // 16.4 ms, 12 ahead 17.4, 20 ahead 17.6 with AVX2 (baseline SSE2: 20.1).
 constexpr int64_t kPrefetch = 8;
 
-// The grouped edges' source row offsets (and weights, in the accumulation
-// type) laid out in group order, so the fold reads them sequentially and
-// its row loads do not wait on two dependent index loads each.
-template <typename T>
+// The grouped edges' source rows (and weights, in the accumulation type)
+// laid out in group order, so the fold reads them sequentially and its row
+// loads do not wait on two dependent index loads each. RowId is uint32_t
+// whenever x's rows allow: half the bytes to place and read back (the
+// placement's random writes then cost 0.4 ms less per 1M edges).
+template <typename T, typename RowId>
 struct LaidOutEdges {
-  Buffer<int64_t> rows;
+  using Row = RowId;
+  Buffer<RowId> rows;
   Buffer<acc_t<T>> weights;  // empty when unweighted
   Buffer<int64_t> offsets;   // dense grouping only: [num_out + 1]
 };
@@ -44,26 +48,25 @@ struct EdgeSource {
   int64_t src_stride;
   const T* weight;
   int64_t weight_stride;
-  int64_t features;
 
   explicit EdgeSource(const GatherScatterArgs& a)
       : src(static_cast<const I*>(a.src_index.data())),
         src_stride(src != nullptr ? a.src_index.strides()[0] : 0),
         weight(static_cast<const T*>(a.weight.data())),
-        weight_stride(kWeighted ? a.weight.strides()[0] : 0),
-        features(a.features) {}
+        weight_stride(kWeighted ? a.weight.strides()[0] : 0) {}
 
   // Edge e's entry at slot p.
-  void place(LaidOutEdges<T>& out, int64_t e, int64_t p) const {
-    out.rows[p] = (src != nullptr ? static_cast<int64_t>(src[e * src_stride]) : e) * features;
+  template <typename RowId>
+  void place(LaidOutEdges<T, RowId>& out, int64_t e, int64_t p) const {
+    out.rows[p] = static_cast<RowId>(src != nullptr ? static_cast<int64_t>(src[e * src_stride]) : e);
     if constexpr (kWeighted) out.weights[p] = static_cast<acc_t<T>>(weight[e * weight_stride]);
   }
 };
 
 // From a plan's grouping: one pass over its order.
-template <typename T, typename I, bool kWeighted>
-LaidOutEdges<T> lay_out_by_plan(const GatherScatterArgs& a) {
-  LaidOutEdges<T> out{Buffer<int64_t>(a.edges), Buffer<acc_t<T>>(kWeighted ? a.edges : 0), {}};
+template <typename T, typename I, bool kWeighted, typename RowId>
+LaidOutEdges<T, RowId> lay_out_by_plan(const GatherScatterArgs& a) {
+  LaidOutEdges<T, RowId> out{Buffer<RowId>(a.edges), Buffer<acc_t<T>>(kWeighted ? a.edges : 0), {}};
   const EdgeSource<T, I, kWeighted> source(a);
   const TargetGroups& groups = *a.groups;
   parallel_for(a.edges, int64_t{1} << 14, [&](int64_t begin, int64_t end) {
@@ -74,9 +77,9 @@ LaidOutEdges<T> lay_out_by_plan(const GatherScatterArgs& a) {
 
 // From dst_index itself, densely: the counting sort places each edge's
 // entry directly (no order array and no second pass over it).
-template <typename T, typename I, typename D, bool kWeighted>
-LaidOutEdges<T> lay_out_by_counting(const GatherScatterArgs& a) {
-  LaidOutEdges<T> out{Buffer<int64_t>(a.edges), Buffer<acc_t<T>>(kWeighted ? a.edges : 0), {}};
+template <typename T, typename I, typename D, bool kWeighted, typename RowId>
+LaidOutEdges<T, RowId> lay_out_by_counting(const GatherScatterArgs& a) {
+  LaidOutEdges<T, RowId> out{Buffer<RowId>(a.edges), Buffer<acc_t<T>>(kWeighted ? a.edges : 0), {}};
   const EdgeSource<T, I, kWeighted> source(a);
   counting_sort_by_target(static_cast<const D*>(a.dst_index.data()), a.dst_index.strides()[0], a.edges, a.num_out,
                           out.offsets, [&](int64_t e, int64_t slot) { source.place(out, e, slot); });
@@ -86,8 +89,8 @@ LaidOutEdges<T> lay_out_by_counting(const GatherScatterArgs& a) {
 // Folds the edges [begin, end) of one group over features [k0, k0 + count)
 // into o. kCount > 0 fixes count at compile time (whole tiles: the
 // accumulators stay in registers), 0 takes it at run time.
-template <typename T, Reduce R, bool kWeighted, int64_t kCount>
-SCATTERX_INLINE void fold_tile(const GatherScatterArgs& a, const Buffer<int64_t>& rows, const Buffer<acc_t<T>>& weights,
+template <typename T, Reduce R, bool kWeighted, int64_t kCount, typename RowId>
+SCATTERX_INLINE void fold_tile(const GatherScatterArgs& a, const Buffer<RowId>& rows, const Buffer<acc_t<T>>& weights,
                                int64_t begin, int64_t end, int64_t k0, int64_t runtime_count, T* o) {
   using A = acc_t<T>;
   using Op = ReduceOp<R, A>;
@@ -97,10 +100,11 @@ SCATTERX_INLINE void fold_tile(const GatherScatterArgs& a, const Buffer<int64_t>
   for (int64_t j = 0; j < count; ++j) acc[j] = Op::identity();
   for (int64_t p = begin; p < end; ++p) {
     if (p + kPrefetch < a.edges) {
-      const char* ahead = reinterpret_cast<const char*>(x + rows[p + kPrefetch] + k0);
+      const char* ahead =
+          reinterpret_cast<const char*>(x + static_cast<int64_t>(rows[p + kPrefetch]) * a.features + k0);
       for (size_t b = 0; b < count * sizeof(T); b += 64) __builtin_prefetch(ahead + b);
     }
-    const T* row = x + rows[p] + k0;
+    const T* row = x + static_cast<int64_t>(rows[p]) * a.features + k0;
     if constexpr (kWeighted) {
       const A w = weights[p];
       for (int64_t j = 0; j < count; ++j) acc[j] = Op::combine(acc[j], arith::mul(static_cast<A>(row[j]), w));
@@ -115,8 +119,8 @@ SCATTERX_INLINE void fold_tile(const GatherScatterArgs& a, const Buffer<int64_t>
 
 // Folds the groups [first, last): group g's edges [offsets[g], offsets[g +
 // 1]) of the laid-out entries into row target_of(g) of out.
-template <typename T, Reduce R, bool kWeighted, typename TargetOf>
-SCATTERX_INLINE void fold_range_body(const GatherScatterArgs& a, const LaidOutEdges<T>& edges, const int64_t* offsets,
+template <typename T, Reduce R, bool kWeighted, typename Edges, typename TargetOf>
+SCATTERX_INLINE void fold_range_body(const GatherScatterArgs& a, const Edges& edges, const int64_t* offsets,
                                      const TargetOf& target_of, int64_t first, int64_t last) {
   T* out = static_cast<T*>(a.out.data());
   const int64_t F = a.features;
@@ -135,49 +139,62 @@ SCATTERX_INLINE void fold_range_body(const GatherScatterArgs& a, const LaidOutEd
   }
 }
 
-template <typename T, Reduce R, bool kWeighted, typename TargetOf>
-void fold_range(const GatherScatterArgs& a, const LaidOutEdges<T>& edges, const int64_t* offsets,
-                const TargetOf& target_of, int64_t first, int64_t last) {
+template <typename T, Reduce R, bool kWeighted, typename Edges, typename TargetOf>
+void fold_range(const GatherScatterArgs& a, const Edges& edges, const int64_t* offsets, const TargetOf& target_of,
+                int64_t first, int64_t last) {
   fold_range_body<T, R, kWeighted>(a, edges, offsets, target_of, first, last);
 }
 
-template <typename T, Reduce R, bool kWeighted, typename TargetOf>
-SCATTERX_TARGET_AVX2 void fold_range_avx2(const GatherScatterArgs& a, const LaidOutEdges<T>& edges,
-                                          const int64_t* offsets, const TargetOf& target_of, int64_t first,
-                                          int64_t last) {
+template <typename T, Reduce R, bool kWeighted, typename Edges, typename TargetOf>
+SCATTERX_TARGET_AVX2 void fold_range_avx2(const GatherScatterArgs& a, const Edges& edges, const int64_t* offsets,
+                                          const TargetOf& target_of, int64_t first, int64_t last) {
   fold_range_body<T, R, kWeighted>(a, edges, offsets, target_of, first, last);
 }
 
-// Folds every group, [0, num_groups), spread over the threads.
-template <typename T, Reduce R, bool kWeighted, typename TargetOf>
-void fold_groups(const GatherScatterArgs& a, const LaidOutEdges<T>& edges, int64_t num_groups, const int64_t* offsets,
+// Folds every group, [0, num_groups), spread over the threads. An x of more
+// than 2^32 rows (64-bit row ids) takes the baseline fold only: the same
+// results, and half the instantiations this file would otherwise compile.
+template <typename T, Reduce R, bool kWeighted, typename Edges, typename TargetOf>
+void fold_groups(const GatherScatterArgs& a, const Edges& edges, int64_t num_groups, const int64_t* offsets,
                  const TargetOf& target_of) {
   const int64_t reads = std::max<int64_t>(1, a.edges * a.features);
-  const int64_t grain = std::max<int64_t>(1, kUnitElements * num_groups / reads);
-  const bool avx2 = use_avx2();
+  const int64_t grain = std::max<int64_t>(1, kGroupedReadsPerPiece * num_groups / reads);
+  constexpr bool kNarrowIds = std::is_same_v<typename Edges::Row, uint32_t>;
+  const bool avx2 = kNarrowIds && use_avx2();
   parallel_for_dynamic(num_groups, grain, [&](int64_t first, int64_t last) {
-    if (avx2) {
-      fold_range_avx2<T, R, kWeighted>(a, edges, offsets, target_of, first, last);
-    } else {
-      fold_range<T, R, kWeighted>(a, edges, offsets, target_of, first, last);
+    if constexpr (kNarrowIds) {
+      if (avx2) {
+        fold_range_avx2<T, R, kWeighted>(a, edges, offsets, target_of, first, last);
+        return;
+      }
     }
+    fold_range<T, R, kWeighted>(a, edges, offsets, target_of, first, last);
   });
 }
 
-template <typename T, Reduce R, typename I, bool kWeighted>
-void run_typed(const GatherScatterArgs& a) {
+template <typename T, Reduce R, typename I, bool kWeighted, typename RowId>
+void run_laid_out(const GatherScatterArgs& a) {
   if (a.groups != nullptr) {
     const TargetGroups& groups = *a.groups;
-    const LaidOutEdges<T> edges = lay_out_by_plan<T, I, kWeighted>(a);
+    const auto edges = lay_out_by_plan<T, I, kWeighted, RowId>(a);
     fold_groups<T, R, kWeighted>(a, edges, groups.num_groups, groups.offsets.data(),
                                  [&](int64_t g) { return groups.target_of(g); });
     return;
   }
   dispatch_index_dtype(a.dst_index.dtype(), a.op, [&](auto dst_tag) {
     using D = typename decltype(dst_tag)::type;
-    const LaidOutEdges<T> edges = lay_out_by_counting<T, I, D, kWeighted>(a);
+    const auto edges = lay_out_by_counting<T, I, D, kWeighted, RowId>(a);
     fold_groups<T, R, kWeighted>(a, edges, a.num_out, edges.offsets.data(), [](int64_t g) { return g; });
   });
+}
+
+template <typename T, Reduce R, typename I, bool kWeighted>
+void run_typed(const GatherScatterArgs& a) {
+  if (a.x.size(0) <= int64_t{UINT32_MAX}) {
+    run_laid_out<T, R, I, kWeighted, uint32_t>(a);
+  } else {
+    run_laid_out<T, R, I, kWeighted, int64_t>(a);
+  }
 }
 
 }  // namespace

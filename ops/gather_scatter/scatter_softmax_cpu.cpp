@@ -21,10 +21,9 @@ namespace scatterx::detail {
 
 namespace {
 
-constexpr int64_t kTile = 64;            // features the passes over a group handle together
-constexpr int64_t kCachedRows = 512;     // groups up to this many rows keep exp() between passes
-constexpr int64_t kUnitElements = 4096;  // about this many source reads per dynamic piece
-constexpr int64_t kPrefetch = 8;         // positions ahead whose source row is prefetched
+constexpr int64_t kTile = 64;         // features the passes over a group handle together
+constexpr int64_t kCachedRows = 512;  // groups up to this many rows keep exp() between passes
+constexpr int64_t kPrefetch = 8;      // positions ahead whose source row is prefetched
 
 SCATTERX_INLINE float float_of_bits(int32_t bits) {
   float f;
@@ -154,7 +153,7 @@ void softmax_groups(const TensorView& src, const TargetGroups& groups, const Ten
   Buffer<A> cache(kLog ? 0 : slots * kCachedRows * kTile);
   const A e = static_cast<A>(eps);
   const int64_t reads = std::max<int64_t>(1, r.positions * F);
-  const int64_t grain = std::max<int64_t>(1, kUnitElements * groups.num_groups / reads);
+  const int64_t grain = std::max<int64_t>(1, kGroupedReadsPerPiece * groups.num_groups / reads);
   parallel_for_dynamic(groups.num_groups, grain, [&](int64_t first, int64_t last) {
     A* mine = kLog ? nullptr : cache.data() + (nested ? 0 : omp_get_thread_num()) * kCachedRows * kTile;
     for (int64_t g = first; g < last; ++g) {
