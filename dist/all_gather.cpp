@@ -1,8 +1,9 @@
 // all_gather and all_gather_into_tensor (dist.h), sync and async: every
 // rank's block gathered on every rank, by the device all-gather (device.h),
-// or on the host by single copy out of the peers' inputs when every rank is
-// on one host and blocks are large (single_copy.h), else by the ring
-// (ring.h).
+// or on the host, when every rank is on one host, through the shared
+// segment's slots for small blocks (shm_small_all_gather) and by single copy
+// out of the peers' inputs for large ones (single_copy.h), else by the ring
+// (ring.h). Sync calls of small blocks skip launch()'s queueing (run_now).
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "dist/launch.h"
 #include "dist/pairwise.h"
 #include "dist/ring.h"
+#include "dist/shm_transport.h"
 #include "dist/single_copy.h"
 #include "dist/staging.h"
 #include "ops/detail/checks.h"
@@ -29,13 +31,24 @@ void gather_by_single_copy(Communicator::State& s, Waiter& w, int tag, const std
   exchange_pairwise(s, w, tag, send, sizes, dst, sizes, op, "their blocks");
 }
 
+// Whether blocks of `bytes` take the latency path: alike on every rank, since
+// the sizes agree (the arguments do) and so does the threshold.
+bool small_blocks(const Communicator::State& s, int64_t bytes) {
+  return s.size > 1 && bytes <= s.allreduce_small_bytes;
+}
+
+// The latency path's segment, on one host (shm_ready's verdict is collective).
+bool by_small_slots(Communicator::State& s, Waiter& w, int64_t bytes, const char* op) {
+  return small_blocks(s, bytes) && shm_ready(s, w, op);
+}
+
 }  // namespace
 
 static Work all_gather_into_tensor_impl(const TensorView& output, const TensorView& input, const Communicator& comm,
                                         bool async) {
   const char* op = "all_gather_into_tensor";
   const int ws = comm.size();
-  auto check = [&] {
+  auto validate = [&] {
     check_cpu(op, "input", input);
     check_output(op, "output", output);
     check_dtype_match(op, "output", output, "input", input);
@@ -45,6 +58,9 @@ static Work all_gather_into_tensor_impl(const TensorView& output, const TensorVi
         static_cast<const char*>(input.data()) ==
             static_cast<const char*>(output.data()) + comm.rank() * input.numel() * input.element_size();
     if (!in_place) detail::check_no_overlap(op, "output", output, "input", input);
+  };
+  auto check = [&] {
+    validate();
     return dense_meta(input, ws);
   };
   Body body = [output, input, op](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
@@ -59,6 +75,9 @@ static Work all_gather_into_tensor_impl(const TensorView& output, const TensorVi
       if (!(input.is_contiguous() && input.data() == own))
         copy_view(route, TensorView(own, input.dtype(), input.sizes(), input.device()), input);
       device_all_gather(s, w, tag, route, out.data(), blocks, es, op);
+    } else if (by_small_slots(s, w, n * es, op)) {
+      const StagedInput in(route, input);
+      shm_small_all_gather(s, w, in.data(), out.data(), n * es, op);
     } else if (single_copy_for(s, w, n * es, op)) {
       const StagedInput in(route, input);
       std::vector<char*> dst(static_cast<size_t>(s.size));
@@ -72,6 +91,13 @@ static Work all_gather_into_tensor_impl(const TensorView& output, const TensorVi
     }
     out.commit();
   };
+  // With the cross-rank checks on, launch() must see a local failure (to tell the peers).
+  if (!async && input.device().is_cpu() && output.device().is_cpu() && !comm.state().checks.load()) {
+    validate();
+    const bool small = !device_route(input, op) && small_blocks(comm.state(), input.numel() * input.element_size());
+    if (small && run_now(comm, op, [&](Communicator::State& s, Waiter& w, int tag) { body(s, w, tag, nullptr); }))
+      return Work();
+  }
   return launch(comm, op, async, false, check, std::move(body));
 }
 
@@ -127,6 +153,8 @@ static Work all_gather_impl(const std::vector<TensorView>& outputs, const Tensor
     copy_view(route, block(buf.data(), s.rank), input);
     if (route)
       device_all_gather(s, w, tag, route, buf.data(), blocks, es, op);
+    else if (by_small_slots(s, w, n * es, op))
+      shm_small_all_gather(s, w, buf.data() + s.rank * n * es, buf.data(), n * es, op);
     else
       ring_all_gather(s, w, tag, buf.data(), blocks, es, op);
     for (int r = 0; r < s.size; ++r) copy_view(route, outputs[static_cast<size_t>(r)], block(buf.data(), r));

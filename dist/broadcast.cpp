@@ -1,7 +1,10 @@
 // broadcast (dist.h), sync and async: the root's tensor on every rank, from
-// the root to every rank on the device (device.h); on the host every rank
-// reads it straight out of the root's memory when all are on one host and it
-// is large (single_copy.h), else down the binomial tree (binomial_broadcast.h).
+// the root to every rank on the device (device.h); on the host, when all are
+// on one host (and no more ranks than cores), through the root's slot of the
+// shared segment when it is small
+// (shm_small_broadcast) and straight out of the root's memory when it is
+// large (single_copy.h), else down the binomial tree (binomial_broadcast.h).
+// Sync calls of small tensors skip launch()'s queueing (run_now).
 #include <vector>
 
 #include "dist/arg_checks.h"
@@ -9,6 +12,7 @@
 #include "dist/device.h"
 #include "dist/launch.h"
 #include "dist/pairwise.h"
+#include "dist/shm_transport.h"
 #include "dist/single_copy.h"
 #include "dist/staging.h"
 
@@ -32,14 +36,28 @@ void broadcast_by_single_copy(Communicator::State& s, Waiter& w, int tag, char* 
   exchange_pairwise(s, w, tag, send, send_bytes, recv, recv_bytes, op, "the broadcast (src and its readers)");
 }
 
+// Whether the call takes the latency path: alike on every rank, since the
+// sizes agree (the arguments do) and so does the threshold. Through the
+// slots, every rank waits for every other (the root must know its slot was
+// read before it writes it again), which with more ranks than cores costs a
+// round of context switches: 4 ranks on 2 cores, 4 B, 6 us against 1.3 us
+// down the binomial tree, whose root returns once its messages are sent. So
+// oversubscribed ranks keep the tree.
+bool small_broadcast(const Communicator::State& s, int64_t bytes) {
+  return s.size > 1 && bytes <= s.allreduce_small_bytes;
+}
+
 }  // namespace
 
 static Work broadcast_impl(const TensorView& tensor, int root, const Communicator& comm, bool async) {
   const char* op = "broadcast";
   const int ws = comm.size();
-  auto check = [&] {
+  auto validate = [&] {
     check_output(op, "tensor", tensor);
     SCATTERX_CHECK(root >= 0 && root < ws, ArgumentError, op, "src expected a rank in [0, ", ws, "), got ", root);
+  };
+  auto check = [&] {
+    validate();
     return dense_meta(tensor, ws, root);
   };
   Body body = [tensor, root, op](Communicator::State& s, Waiter& w, int tag, const std::vector<Meta>* metas) {
@@ -56,12 +74,22 @@ static Work broadcast_impl(const TensorView& tensor, int root, const Communicato
     StagedOutput buf(route, tensor, s.rank == root);
     if (route)
       device_broadcast(s, w, tag, route, buf.data(), bytes, root, op);
+    else if (small_broadcast(s, bytes) && shm_ready(s, w, op) && !s.shm->oversubscribed)
+      shm_small_broadcast(s, w, buf.data(), bytes, root, op);
     else if (single_copy_for(s, w, bytes, op))
       broadcast_by_single_copy(s, w, tag, buf.data(), bytes, root, op);
     else
       binomial_broadcast(s, w, tag, buf.data(), bytes, root, op);
     if (s.rank != root) buf.commit();
   };
+  // With the cross-rank checks on, launch() must see a local failure (to tell the peers).
+  if (!async && tensor.device().is_cpu() && !comm.state().checks.load()) {
+    validate();
+    const bool small =
+        !device_route(tensor, op) && small_broadcast(comm.state(), tensor.numel() * tensor.element_size());
+    if (small && run_now(comm, op, [&](Communicator::State& s, Waiter& w, int tag) { body(s, w, tag, nullptr); }))
+      return Work();
+  }
   return launch(comm, op, async, false, check, std::move(body));
 }
 

@@ -1,8 +1,11 @@
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -47,7 +50,8 @@ void finalize_at_exit() {
 // later communicator of other ranks (Open MPI reuses it when none of them
 // still holds it), and a message that reaches this process only after the
 // free is delivered to that communicator as if sent there, where it takes
-// the place of the first real message from the peer of that rank number.
+// the place of the first real message from the peer of that rank number
+// (hence also retire() below, for the messages not here yet).
 // Each probe also progresses MPI, which moves the messages sitting in the
 // transport's queues (sent long ago, not yet looked at) into `comm`'s, so a
 // few empty probes in a row find those too. Returns how many were dropped.
@@ -74,6 +78,46 @@ int64_t drop_unreceived_messages(MPI_Comm comm) {
 }
 
 std::atomic<int64_t> g_dropped_at_destruction{0};
+
+// Destroyed communicators, held a while before MPI_Comm_free. A rank that
+// skipped a collective may destroy the communicator before its peers'
+// messages of that collective reach it (they are sent after the drain above
+// looked), and Open MPI would give the freed context id to this rank's next
+// communicator, where such a message waits as if sent there: in the place of
+// a real message, or from a rank the new communicator lacks, which crashed
+// MPI_Comm_dup (FaultsTest.LateMessagesToADestroyedCommunicatorReachNoLaterOne).
+// Held, the id stays taken, and what arrives is dropped with the rest when
+// the communicator is freed: once its timeout has passed (a peer still in
+// that collective has timed out and sends nothing more), or when more than
+// kMaxRetired are held (the oldest first: long enough ago for anything sent).
+struct Retired {
+  MPI_Comm comm;
+  std::chrono::steady_clock::time_point free_after;
+};
+constexpr size_t kMaxRetired = 64;
+
+std::mutex& retired_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::deque<Retired>& retired() {
+  static std::deque<Retired> r;
+  return r;
+}
+
+void retire(MPI_Comm comm, double timeout_s) {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(retired_mutex());
+  std::deque<Retired>& held = retired();
+  held.push_back({comm, now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  std::chrono::duration<double>(timeout_s + 1.0))});
+  while (!held.empty() && (held.size() > kMaxRetired || held.front().free_after <= now)) {
+    MPI_Comm c = held.front().comm;
+    held.pop_front();
+    g_dropped_at_destruction += drop_unreceived_messages(c);
+    MPI_Comm_free(&c);
+  }
+}
 
 bool threaded_mpi() {
   int provided = MPI_THREAD_SINGLE;
@@ -235,7 +279,8 @@ Communicator::State::~State() {
   for (MPI_Comm* c : {&p2p_comm, &comm}) {
     if (*c == MPI_COMM_NULL) continue;
     g_dropped_at_destruction += drop_unreceived_messages(*c);
-    MPI_Comm_free(c);
+    retire(*c, timeout_s.load());
+    *c = MPI_COMM_NULL;
   }
 }
 

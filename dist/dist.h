@@ -68,9 +68,10 @@
 //       be in flight on the old one). Destroying a communicator first
 //       receives and drops the messages that came on it and were never
 //       received (the waiting ranks' messages, on the ranks that never
-//       joined), so that MPI cannot deliver them to a later communicator
-//       that reuses its context id (one still on the wire when the
-//       communicator is destroyed can still get there);
+//       joined), then holds it for its timeout (the 64 newest at most)
+//       before freeing it, dropping what arrived meanwhile, so that MPI
+//       cannot deliver them to a later communicator that reuses its
+//       context id;
 //     a rank that dies (SIGKILL): under mpirun (Open MPI 4.1) the job is
 //       aborted within about a second, mpirun naming the rank and the
 //       signal and exiting nonzero, and no process is left running. Where

@@ -89,7 +89,9 @@ struct Communicator::State {
   // Whether reduce-scatters try the shared-memory segment (shm_transport.h).
   bool shared_memory = false;
   // all_reduce of at most this many bytes takes the latency path
-  // (latency_all_reduce.h; SCATTERX_DIST_ALLREDUCE_SMALL_BYTES, read when the
+  // (latency_all_reduce.h), and so do all-gathers of blocks and broadcasts of
+  // at most this many (shm_small_*, shm_transport.h)
+  // (SCATTERX_DIST_ALLREDUCE_SMALL_BYTES, read when the
   // communicator is made and agreed on by every rank).
   int64_t allreduce_small_bytes = 0;
   // Whether the all-gathers, all-to-alls and broadcast try the single-copy

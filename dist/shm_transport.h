@@ -37,7 +37,7 @@ struct ShmTransport {
     uint64_t copies = 0;             // since both were measured
   };
   std::vector<SlotWriter> slot_writers;
-  // all_reduce's latency path (shm_all_reduce.cpp), by
+  // The latency paths (shm_small_arrive below; shm_small.cpp), by
   // rank: the number of the last call whose slot that rank filled, and its
   // two slots of small_slot_bytes, which alternate between calls.
   std::vector<std::atomic<uint64_t>*> arrived;
@@ -81,6 +81,24 @@ int forced_slot_streaming();
 // the communicator, so only called from a collective every rank is in; every
 // rank ends with the same verdict.
 bool shm_ready(Communicator::State& s, Waiter& w, const char* op);
+
+// The latency paths' slots (shm_ready must have said yes; small_slot_bytes
+// each, ShmTransport::small_slot): copies `bytes` at `data` into this rank's
+// slot (nothing when data is null), publishes the call's number and waits
+// until every rank has published it (TimeoutError names those that did not).
+// Returns the call's number: every slot of that call may then be read, until
+// this rank's next latency-path call returns. Every rank must make the same
+// sequence of latency-path calls (sizes agree when the arguments do).
+uint64_t shm_small_arrive(Communicator::State& s, Waiter& w, const char* data, int64_t bytes, const char* op);
+
+// all_gather of blocks of `bytes` (at most small_slot_bytes) through the
+// slots: every rank's block at `own` lands at out + rank * bytes on every
+// rank (own may be its own place in out). No MPI message.
+void shm_small_all_gather(Communicator::State& s, Waiter& w, const char* own, char* out, int64_t bytes, const char* op);
+
+// broadcast of `bytes` (at most small_slot_bytes) at `data` from `root`
+// through its slot. No MPI message.
+void shm_small_broadcast(Communicator::State& s, Waiter& w, char* data, int64_t bytes, int root, const char* op);
 
 // Reduce-scatter through the segment (shm_ready must have said yes). `src`
 // is this rank's contribution (every block); out receives block `rank`

@@ -5,10 +5,10 @@
 // and dtype at sizes around the switch point against the closed form
 // (tests/dist/dist_test_util.h), results bit-identical on every rank for
 // float sums whose order of addition matters, the async form, and a
-// mismatched threshold rejected when the communicator is made. Small
-// all-gathers and broadcasts interleaved with the small all-reduces, sync and
-// async, around the switch point: the all-reduce's slots and call numbers
-// stay in step whatever runs between its calls.
+// mismatched threshold rejected when the communicator is made. The small
+// all-gathers and broadcasts share the segment's slots and call numbers with
+// the all-reduce (shm_small_*, dist/shm_transport.h): every kind interleaved,
+// sync and async, around the switch point.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -152,9 +152,9 @@ TEST_P(LatencyAllReduceTest, ManyAsyncCallsInFlight) {
 }
 
 // Small all-reduces, all-gathers (into a tensor, into a list, async) and
-// broadcasts from every root, interleaved, blocks on both sides of the
-// switch point: each all-reduce still reads what its peers wrote for that
-// very call.
+// broadcasts from every root, interleaved: every call of every kind advances
+// the slots' call number alike on every rank, so each reads what its peers
+// wrote for that very call. Blocks on both sides of the switch point.
 TEST_P(LatencyAllReduceTest, SmallCallsOfEveryKindInterleaved) {
   const Communicator c = comm_for(algo());
   const int r = rank();

@@ -1,6 +1,6 @@
-// all_reduce's latency path on one host (latency_all_reduce.h): slots and
-// call numbers in the shared segment (ShmTransport::small_slot), no MPI
-// message.
+// The latency paths on one host: all_reduce's (latency_all_reduce.h) and the
+// small all-gathers and broadcasts (shm_transport.h), through slots and call
+// numbers in the shared segment, no MPI message.
 #include <sched.h>
 
 #include <atomic>
@@ -52,18 +52,19 @@ std::string late_ranks(const ShmTransport& t, int ws, uint64_t call) {
 // Slot reuse: call k writes slot k % 2, last read by the peers in call
 // k - 2. This rank waited in call k - 1 until every peer had arrived at
 // k - 1, that is, had finished reading k - 2: no second round is needed.
-void shm_all_reduce(Communicator::State& s, Waiter& w, char* data, int64_t n, DType dtype, Reduce reduce,
-                    int64_t mean_count, const char* op) {
+// Every latency-path call of every kind counts, alike on every rank.
+uint64_t shm_small_arrive(Communicator::State& s, Waiter& w, const char* data, int64_t bytes, const char* op) {
   ShmTransport& t = *s.shm;
   const int ws = s.size;
-  const int64_t bytes = n * element_size(dtype);
   const uint64_t call = ++t.small_calls;
   char* mine = t.small_slot(s.rank, call);
-  // An empty tensor's data may be null: nothing to stage.
-  if (bytes > 0 && slot_streaming(bytes)) {
+  // Nothing to stage when this rank shares nothing or the tensor is empty
+  // (whose data may be null).
+  const bool stage = data != nullptr && bytes > 0;
+  if (stage && slot_streaming(bytes)) {
     detail::copy_streaming(mine, data, bytes);
     detail::streaming_store_fence();  // before the call number is published
-  } else if (bytes > 0) {
+  } else if (stage) {
     std::memcpy(mine, data, static_cast<size_t>(bytes));
   }
   t.arrived[static_cast<size_t>(s.rank)]->store(call, std::memory_order_release);
@@ -81,13 +82,37 @@ void shm_all_reduce(Communicator::State& s, Waiter& w, char* data, int64_t n, DT
     return true;
   });
   if (!arrived) s.fail_timeout(op, late_ranks(t, ws, call) + " (the shared-memory latency path's call numbers)");
+  return call;
+}
 
+void shm_all_reduce(Communicator::State& s, Waiter& w, char* data, int64_t n, DType dtype, Reduce reduce,
+                    int64_t mean_count, const char* op) {
+  const ShmTransport& t = *s.shm;
+  const int ws = s.size;
+  const uint64_t call = shm_small_arrive(s, w, data, n * element_size(dtype), op);
   auto slot = [&](int q) { return t.small_slot(q, call); };
   // Every rank folds the same slots in the same order: the same bits.
   detail::combine_cpu(data, slot(0), slot(1), n, dtype, reduce, ws == 2 ? mean_count : 0, op);
   for (int q = 2; q < ws; ++q) {
     detail::combine_cpu(data, data, slot(q), n, dtype, reduce, q == ws - 1 ? mean_count : 0, op);
   }
+}
+
+void shm_small_all_gather(Communicator::State& s, Waiter& w, const char* own, char* out, int64_t bytes,
+                          const char* op) {
+  const ShmTransport& t = *s.shm;
+  const uint64_t call = shm_small_arrive(s, w, own, bytes, op);
+  for (int q = 0; q < s.size; ++q) {
+    char* to = out + static_cast<int64_t>(q) * bytes;
+    const char* from = q == s.rank ? own : t.small_slot(q, call);
+    if (bytes > 0 && to != from) std::memcpy(to, from, static_cast<size_t>(bytes));
+  }
+}
+
+void shm_small_broadcast(Communicator::State& s, Waiter& w, char* data, int64_t bytes, int root, const char* op) {
+  const bool is_root = s.rank == root;
+  const uint64_t call = shm_small_arrive(s, w, is_root ? data : nullptr, bytes, op);
+  if (!is_root && bytes > 0) std::memcpy(data, s.shm->small_slot(root, call), static_cast<size_t>(bytes));
 }
 
 }  // namespace scatterx::dist
