@@ -31,15 +31,9 @@ void gather_by_single_copy(Communicator::State& s, Waiter& w, int tag, const std
   exchange_pairwise(s, w, tag, send, sizes, dst, sizes, op, "their blocks");
 }
 
-// Whether blocks of `bytes` take the latency path: alike on every rank, since
-// the sizes agree (the arguments do) and so does the threshold.
-bool small_blocks(const Communicator::State& s, int64_t bytes) {
-  return s.size > 1 && bytes <= s.allreduce_small_bytes;
-}
-
 // The latency path's segment, on one host (shm_ready's verdict is collective).
 bool by_small_slots(Communicator::State& s, Waiter& w, int64_t bytes, const char* op) {
-  return small_blocks(s, bytes) && shm_ready(s, w, op);
+  return s.latency_sized(bytes) && shm_ready(s, w, op);
 }
 
 }  // namespace
@@ -91,13 +85,12 @@ static Work all_gather_into_tensor_impl(const TensorView& output, const TensorVi
     }
     out.commit();
   };
-  // With the cross-rank checks on, launch() must see a local failure (to tell the peers).
-  if (!async && input.device().is_cpu() && output.device().is_cpu() && !comm.state().checks.load()) {
-    validate();
-    const bool small = !device_route(input, op) && small_blocks(comm.state(), input.numel() * input.element_size());
-    if (small && run_now(comm, op, [&](Communicator::State& s, Waiter& w, int tag) { body(s, w, tag, nullptr); }))
-      return Work();
-  }
+  auto small = [&] {
+    return !device_route(input, op) && comm.state().latency_sized(input.numel() * input.element_size());
+  };
+  if (run_small_now(comm, op, async, input.device().is_cpu() && output.device().is_cpu(), validate, small,
+                    [&](Communicator::State& s, Waiter& w, int tag) { body(s, w, tag, nullptr); }))
+    return Work();
   return launch(comm, op, async, false, check, std::move(body));
 }
 

@@ -18,10 +18,8 @@ namespace scatterx::dist {
 
 namespace {
 
-// Whether the call takes the latency path: alike on every rank, since the
-// sizes agree (the arguments do) and so does the threshold.
 bool latency_path(const Communicator::State& s, const TensorView& tensor, const DeviceRoute& route) {
-  return !route && s.size > 1 && tensor.numel() * tensor.element_size() <= s.allreduce_small_bytes;
+  return !route && s.latency_sized(tensor.numel() * tensor.element_size());
 }
 
 // The latency path over the contiguous `data` of `tensor`'s shape: through
@@ -47,19 +45,19 @@ static Work all_reduce_impl(const TensorView& tensor, ReduceOp reduce_op, const 
     check_output(op, "tensor", tensor);
     check_reduce_op(op, reduce_op, tensor.dtype());
   };
-  // Sync latency-path calls skip launch()'s queueing (run_now). With the
-  // cross-rank checks on, launch() must see a local failure (to tell the peers).
-  if (!async && tensor.device().is_cpu() && !comm.state().checks.load()) {
-    validate();
-    const DeviceRoute none = device_route(tensor, op);
-    const bool ran =
-        latency_path(comm.state(), tensor, none) && run_now(comm, op, [&](Communicator::State& s, Waiter& w, int tag) {
-          StagedOutput buf(none, tensor, true);
-          latency_all_reduce(s, w, tag, buf.data(), tensor, reduce_op, op);
-          buf.commit();
-        });
-    if (ran) return Work();
-  }
+  // Sync latency-path calls skip launch()'s queueing.
+  DeviceRoute route;  // none for a CPU tensor, unless a device is emulated
+  auto small = [&] {
+    route = device_route(tensor, op);
+    return latency_path(comm.state(), tensor, route);
+  };
+  if (run_small_now(comm, op, async, tensor.device().is_cpu(), validate, small,
+                    [&](Communicator::State& s, Waiter& w, int tag) {
+                      StagedOutput buf(route, tensor, true);
+                      latency_all_reduce(s, w, tag, buf.data(), tensor, reduce_op, op);
+                      buf.commit();
+                    }))
+    return Work();
   auto check = [&] {
     validate();
     return dense_meta(tensor, ws, static_cast<int64_t>(reduce_op));

@@ -36,15 +36,14 @@ void broadcast_by_single_copy(Communicator::State& s, Waiter& w, int tag, char* 
   exchange_pairwise(s, w, tag, send, send_bytes, recv, recv_bytes, op, "the broadcast (src and its readers)");
 }
 
-// Whether the call takes the latency path: alike on every rank, since the
-// sizes agree (the arguments do) and so does the threshold. Through the
+// Whether a broadcast of `bytes` goes through the root's slot. Through the
 // slots, every rank waits for every other (the root must know its slot was
 // read before it writes it again), which with more ranks than cores costs a
 // round of context switches: 4 ranks on 2 cores, 4 B, 6 us against 1.3 us
 // down the binomial tree, whose root returns once its messages are sent. So
 // oversubscribed ranks keep the tree.
-bool small_broadcast(const Communicator::State& s, int64_t bytes) {
-  return s.size > 1 && bytes <= s.allreduce_small_bytes;
+bool by_small_slot(Communicator::State& s, Waiter& w, int64_t bytes, const char* op) {
+  return s.latency_sized(bytes) && shm_ready(s, w, op) && !s.shm->oversubscribed;
 }
 
 }  // namespace
@@ -74,7 +73,7 @@ static Work broadcast_impl(const TensorView& tensor, int root, const Communicato
     StagedOutput buf(route, tensor, s.rank == root);
     if (route)
       device_broadcast(s, w, tag, route, buf.data(), bytes, root, op);
-    else if (small_broadcast(s, bytes) && shm_ready(s, w, op) && !s.shm->oversubscribed)
+    else if (by_small_slot(s, w, bytes, op))
       shm_small_broadcast(s, w, buf.data(), bytes, root, op);
     else if (single_copy_for(s, w, bytes, op))
       broadcast_by_single_copy(s, w, tag, buf.data(), bytes, root, op);
@@ -82,14 +81,12 @@ static Work broadcast_impl(const TensorView& tensor, int root, const Communicato
       binomial_broadcast(s, w, tag, buf.data(), bytes, root, op);
     if (s.rank != root) buf.commit();
   };
-  // With the cross-rank checks on, launch() must see a local failure (to tell the peers).
-  if (!async && tensor.device().is_cpu() && !comm.state().checks.load()) {
-    validate();
-    const bool small =
-        !device_route(tensor, op) && small_broadcast(comm.state(), tensor.numel() * tensor.element_size());
-    if (small && run_now(comm, op, [&](Communicator::State& s, Waiter& w, int tag) { body(s, w, tag, nullptr); }))
-      return Work();
-  }
+  auto small = [&] {
+    return !device_route(tensor, op) && comm.state().latency_sized(tensor.numel() * tensor.element_size());
+  };
+  if (run_small_now(comm, op, async, tensor.device().is_cpu(), validate, small,
+                    [&](Communicator::State& s, Waiter& w, int tag) { body(s, w, tag, nullptr); }))
+    return Work();
   return launch(comm, op, async, false, check, std::move(body));
 }
 

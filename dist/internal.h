@@ -94,6 +94,11 @@ struct Communicator::State {
   // (SCATTERX_DIST_ALLREDUCE_SMALL_BYTES, read when the
   // communicator is made and agreed on by every rank).
   int64_t allreduce_small_bytes = 0;
+  // Whether a call moving `bytes` per rank (an all_reduce's tensor, an
+  // all-gather's block, a broadcast's tensor) takes the latency path: alike on
+  // every rank, since the sizes agree (the arguments do) and so does the
+  // threshold.
+  bool latency_sized(int64_t bytes) const { return size > 1 && bytes <= allreduce_small_bytes; }
   // Whether the all-gathers, all-to-alls and broadcast try the single-copy
   // transport (single_copy.h), and its verdict: 0 not asked yet, 1 in use,
   // -1 not usable (single_copy_ready).

@@ -14,6 +14,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dist/internal.h"
@@ -75,6 +76,21 @@ Work launch(const Communicator& comm, const char* op, bool async, bool exchange_
 // and no collective is queued or running, runs `body(state, waiter, tag)`
 // here and returns true. Otherwise returns false and the caller launches.
 // The caller has run its local checks.
+template <typename Run>
+bool run_now(const Communicator& comm, const char* op, Run&& body);
+
+// run_now for a sync call on CPU tensors: runs `validate` here, then `body`
+// when `small()` says the call takes the latency path. Returns false, having
+// run nothing, for async or device calls and when the cross-rank checks are
+// on (launch() must then see a local failure, to tell the peers).
+template <typename Validate, typename Small, typename Run>
+bool run_small_now(const Communicator& comm, const char* op, bool async, bool on_cpu, const Validate& validate,
+                   const Small& small, Run&& body) {
+  if (async || !on_cpu || comm.state().checks.load()) return false;
+  validate();
+  return small() && run_now(comm, op, std::forward<Run>(body));
+}
+
 template <typename Run>
 bool run_now(const Communicator& comm, const char* op, Run&& body) {
   Communicator::State& s = comm.state();
