@@ -342,6 +342,8 @@ void register_all() {
         [path](benchmark::State& s) { gnn_powerlaw(s, Reduce::Sum, false, false, path); });
     add("scatter_reduce/amax/powerlaw/feat:64" + path_suffix(path),
         [path](benchmark::State& s) { gnn_powerlaw(s, Reduce::Amax, false, false, path); });
+    add("scatter_reduce/prod/powerlaw/feat:64" + path_suffix(path),
+        [path](benchmark::State& s) { gnn_powerlaw(s, Reduce::Prod, false, false, path); });
   }
   for (Path path : {Path::Auto, Path::Atomic, Path::Sorted}) {
     add("scatter_add/skewed/elements" + path_suffix(path),

@@ -76,19 +76,22 @@ GNN_SUM = "scatter_add/powerlaw/feat:64"
 
 # (workload, kind, threshold): "copy" floors are a minimum fraction of copy
 # bandwidth, "torch" floors a minimum speedup over torch, "time_ratio" floors
-# a maximum time relative to another scatterx workload.
+# a maximum time relative to another scatterx workload. The numbers are the
+# GPU speed issue's (20), which raised the first CUDA issue's (5): gather 85
+# -> 90%, unique scatter-add 80 -> 85%, power-law sum 2 -> 3x torch, MoE
+# permute 70 -> 85% and unpermute 70 -> 80%, deterministic 1.5 -> 1.3x.
 FLOORS = (
-    [("index_select/row_bytes:%d" % r, "copy", 0.85) for r in (512, 2048, 8192)]
+    [("index_select/row_bytes:%d" % r, "copy", 0.90) for r in (512, 2048, 8192)]
     + [
-        ("gather_rows/row_bytes:512", "copy", 0.85),
-        ("scatter_add/unique/row_bytes:512", "copy", 0.80),
-        (GNN_SUM, "torch", 2.0),
+        ("gather_rows/row_bytes:512", "copy", 0.90),
+        ("scatter_add/unique/row_bytes:512", "copy", 0.85),
+        (GNN_SUM, "torch", 3.0),
     ]
     + [("scatter_reduce/%s/powerlaw/feat:64" % r, "torch", 2.0) for r in ("amax", "amin", "prod")]
     + [
-        ("moe/permute/hidden:4096", "copy", 0.70),
-        ("moe/unpermute/hidden:4096", "copy", 0.70),
-        (GNN_SUM + "/deterministic", "time_ratio", 1.5),
+        ("moe/permute/hidden:4096", "copy", 0.85),
+        ("moe/unpermute/hidden:4096", "copy", 0.80),
+        (GNN_SUM + "/deterministic", "time_ratio", 1.3),
     ]
 )
 

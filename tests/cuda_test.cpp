@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -507,36 +508,107 @@ TEST_F(CudaTest, RunsOnTheCurrentStream) {
   ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
+// With index checks off nothing in a GNN layer (index_select of the edge
+// sources, index_add_ into their destinations) or an MoE combine
+// (index_add_weighted_) synchronizes, allocates outside the stream or copies
+// to the host, so both capture into a CUDA graph; replayed, the graph gives
+// the reference's results, twice over fresh outputs.
+TEST_F(CudaTest, UncheckedGnnLayerAndMoeCombineReplayFromACudaGraph) {
+  sxc::set_index_checks(false);
+  Rng rng(23);
+  const ValueOptions values = fold_values(DType::Float32, Reduce::Sum);
+  const int64_t nodes = 1000, edges = 20000, features = 64;
+  Buf x = random_buf({nodes, features}, DType::Float32, kContiguous, rng, values);
+  Buf edge_src = index_buf({edges}, DType::Int64, kContiguous, rng, 0, nodes - 1);
+  Buf edge_dst = index_buf({edges}, DType::Int32, kContiguous, rng, 0, nodes - 1);
+  const int64_t tokens = 500, rows = 1000, hidden = 96;
+  Buf expert_rows = random_buf({rows, hidden}, DType::Float32, kContiguous, rng, values);
+  Buf token_ids = index_buf({rows}, DType::Int64, kContiguous, rng, 0, tokens - 1);
+  Buf probs = random_buf({rows}, DType::Float32, kContiguous, rng, values);
+  const Tensor zeros_nodes = Tensor::zeros({nodes, features}, DType::Float32);
+  const Tensor zeros_tokens = Tensor::zeros({tokens, hidden}, DType::Float32);
+  const Tensor messages = ref::index_select(x.view, 0, edge_src.view);
+  const Tensor expected_agg = ref::index_add(zeros_nodes, 0, edge_dst.view, messages, Scalar(int64_t{1}));
+  const FoldBounds agg_bounds = bounds_for(expected_agg, Reduce::Sum, zeros_nodes, messages,
+                                           [&](const TensorView& a, const TensorView& b, Reduce, bool) {
+                                             return ref::index_add(a, 0, edge_dst.view, b, Scalar(int64_t{1}));
+                                           });
+  const Tensor expected_moe = ref::index_add_weighted(zeros_tokens, 0, token_ids.view, expert_rows.view, probs.view);
+  const FoldBounds moe_bounds = bounds_for(expected_moe, Reduce::Sum, zeros_tokens, expert_rows.view,
+                                           [&](const TensorView& a, const TensorView& b, Reduce, bool counting) {
+                                             const Tensor w =
+                                                 counting ? float64_ones(probs.view.sizes()) : abs_copy(probs.view);
+                                             return ref::index_add_weighted(a, 0, token_ids.view, b, w);
+                                           });
+
+  const DeviceBuf dx = to_device(x), dsrc = to_device(edge_src), ddst = to_device(edge_dst);
+  const DeviceBuf drows = to_device(expert_rows), dids = to_device(token_ids), dprobs = to_device(probs);
+  const Tensor h = Tensor::empty({edges, features}, DType::Float32, kGpu);
+  const Tensor agg = Tensor::empty({nodes, features}, DType::Float32, kGpu);
+  const Tensor moe = Tensor::empty({tokens, hidden}, DType::Float32, kGpu);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  {
+    sxc::StreamGuard guard(stream);
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    scatterx::index_select_out(h, dx.view, 0, dsrc.view);
+    scatterx::index_add_(agg, 0, ddst.view, h);
+    scatterx::index_add_weighted_(moe, 0, dids.view, drows.view, dprobs.view);
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess) << "an op broke the capture";
+  }
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int replay = 0; replay < 2; ++replay) {
+    ASSERT_EQ(cudaMemsetAsync(agg.data(), 0, nodes * features * sizeof(float), stream), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(moe.data(), 0, tokens * hidden * sizeof(float), stream), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_TRUE(matches(to_host(agg), expected_agg, Reduce::Sum, false, agg_bounds)) << "replay " << replay;
+    EXPECT_TRUE(matches(to_host(moe), expected_moe, Reduce::Sum, false, moe_bounds)) << "replay " << replay;
+  }
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
 // index_add_weighted_ (MoE combine) on each path, against the reference:
-// rows of 1 and 96 columns, a strided weight vector, hot tokens.
+// rows of 1, 13 and 96 columns, a strided weight vector, hot tokens. The
+// offset views start rows at every alignment, so the row kernel's 16-byte
+// vectors, its 4-byte pairs (16-bit types) and its column-by-column tail
+// all run.
 TEST_F(CudaTest, WeightedIndexAddMatchesReference) {
   Rng rng(19);
-  for (DType dtype : {DType::Float32, DType::BFloat16, DType::Float64, DType::Int32, DType::Complex64}) {
-    for (int64_t hidden : {1, 96}) {
-      for (sxc::ScatterPath path : {sxc::ScatterPath::Atomic, sxc::ScatterPath::Sorted}) {
-        sxc::set_scatter_path(path);
-        const int64_t tokens = 40;
-        const int64_t rows = 3000;
-        const ValueOptions values = fold_values(dtype, Reduce::Sum);
-        Buf self = random_buf({tokens, hidden}, dtype, kContiguous, rng, values);
-        Buf index = index_buf({rows}, DType::Int64, kContiguous, rng, 0, hidden == 1 ? 3 : tokens - 1);
-        Buf source = random_buf({rows, hidden}, dtype, kContiguous, rng, values);
-        Buf weights = random_buf({rows}, dtype, random_layout(rng, false), rng, values);
-        const Tensor expected = ref::index_add_weighted(self.view, 0, index.view, source.view, weights.view);
-        const FoldBounds bounds =
-            bounds_for(expected, Reduce::Sum, self.view, source.view,
-                       [&](const TensorView& a, const TensorView& b, Reduce, bool counting) {
-                         const Tensor w = counting ? float64_ones(weights.view.sizes()) : abs_copy(weights.view);
-                         return ref::index_add_weighted(a, 0, index.view, b, w);
-                       });
-        DeviceBuf dself = to_device(self);
-        const DeviceBuf dindex = to_device(index);
-        const DeviceBuf dsource = to_device(source);
-        const DeviceBuf dweights = to_device(weights);
-        scatterx::index_add_weighted_(dself.view, 0, dindex.view, dsource.view, dweights.view);
-        to_host(dself, self);
-        EXPECT_TRUE(matches(self.view, expected, Reduce::Sum, path == sxc::ScatterPath::Sorted, bounds))
-            << dtype_label(dtype) << " hidden " << hidden << (path == sxc::ScatterPath::Sorted ? " sorted" : " atomic");
+  for (DType dtype :
+       {DType::Float32, DType::BFloat16, DType::Float16, DType::Float64, DType::Int32, DType::Complex64}) {
+    for (int64_t hidden : {1, 13, 96}) {
+      for (unsigned layout : {kContiguous, kOffset}) {
+        for (sxc::ScatterPath path : {sxc::ScatterPath::Atomic, sxc::ScatterPath::Sorted}) {
+          sxc::set_scatter_path(path);
+          const int64_t tokens = 40;
+          const int64_t rows = 3000;
+          const ValueOptions values = fold_values(dtype, Reduce::Sum);
+          Buf self = random_buf({tokens, hidden}, dtype, layout, rng, values);
+          Buf index = index_buf({rows}, DType::Int64, kContiguous, rng, 0, hidden == 1 ? 3 : tokens - 1);
+          Buf source = random_buf({rows, hidden}, dtype, layout, rng, values);
+          Buf weights = random_buf({rows}, dtype, random_layout(rng, false), rng, values);
+          const Tensor expected = ref::index_add_weighted(self.view, 0, index.view, source.view, weights.view);
+          const FoldBounds bounds =
+              bounds_for(expected, Reduce::Sum, self.view, source.view,
+                         [&](const TensorView& a, const TensorView& b, Reduce, bool counting) {
+                           const Tensor w = counting ? float64_ones(weights.view.sizes()) : abs_copy(weights.view);
+                           return ref::index_add_weighted(a, 0, index.view, b, w);
+                         });
+          DeviceBuf dself = to_device(self);
+          const DeviceBuf dindex = to_device(index);
+          const DeviceBuf dsource = to_device(source);
+          const DeviceBuf dweights = to_device(weights);
+          scatterx::index_add_weighted_(dself.view, 0, dindex.view, dsource.view, dweights.view);
+          to_host(dself, self);
+          EXPECT_TRUE(matches(self.view, expected, Reduce::Sum, path == sxc::ScatterPath::Sorted, bounds))
+              << dtype_label(dtype) << " hidden " << hidden << " " << layout_str(layout)
+              << (path == sxc::ScatterPath::Sorted ? " sorted" : " atomic");
+        }
       }
     }
   }
@@ -617,45 +689,114 @@ TEST_F(CudaTest, IndexCheckMeasuresTheHottestValuesShare) {
 }
 
 // Auto takes the sorted path for a hot index and atomics otherwise; either
-// way the result is the reference's.
+// way the result is the reference's. Products fold by swaps that every value
+// must win, so a destination drawing a fifth of the index (a few thousand
+// values) already sorts them, while sums and extrema stay atomic.
 TEST_F(CudaTest, AutoPathSortsOnlyContendedScatters) {
   Rng rng(18);
   const int64_t n = int64_t{1} << 17;
-  const ValueOptions values = fold_values(DType::Float32, Reduce::Sum);
-  Buf self = random_buf({4096}, DType::Float32, kContiguous, rng, values);
-  Buf src = random_buf({n}, DType::Float32, kContiguous, rng, values);
+  Buf self = random_buf({4096}, DType::Float32, kContiguous, rng, fold_values(DType::Float32, Reduce::Sum));
+  Buf src = random_buf({n}, DType::Float32, kContiguous, rng, fold_values(DType::Float32, Reduce::Sum));
+  // Products of values near one: no order can overflow them.
+  Buf prod_self = random_buf({4096}, DType::Float32, kContiguous, rng, fold_values(DType::Float32, Reduce::Prod));
+  Buf prod_src = random_buf({n}, DType::Float32, kContiguous, rng, fold_values(DType::Float32, Reduce::Prod));
   std::vector<int64_t> hot_values(static_cast<size_t>(n));
   for (int64_t& v : hot_values) v = rng.chance(0.75) ? 7 : rng.uniform(0, 4095);  // above kContendedShare
+  std::vector<int64_t> warm_values(static_cast<size_t>(n));
+  for (int64_t& v : warm_values) v = rng.chance(0.2) ? 7 : rng.uniform(0, 4095);  // ~26k values: kContendedSwapHits
   const Buf hot = index_of(hot_values, rng);
-  const Buf uniform = index_buf({n}, DType::Int64, kContiguous, rng, 0, 4095);
-  const DeviceBuf dself = to_device(self);
-  const DeviceBuf dsrc = to_device(src);
+  const Buf warm = index_of(warm_values, rng);
+  const Buf uniform = index_buf({n}, DType::Int64, kContiguous, rng, 0, 4095);  // 32 values per destination
+  constexpr auto kSorted = sxc::ScatterPath::Sorted;
+  constexpr auto kAtomic = sxc::ScatterPath::Atomic;
   struct Case {
     const char* name;
     const Buf* index;
     bool checks;
     bool deterministic;
-    sxc::ScatterPath expected;
+    sxc::ScatterPath expected;       // sum and amax
+    sxc::ScatterPath expected_prod;  // prod
   };
   const Case cases[] = {
-      {"hot", &hot, true, false, sxc::ScatterPath::Sorted},
-      {"uniform", &uniform, true, false, sxc::ScatterPath::Atomic},
-      {"hot, checks off (not measured)", &hot, false, false, sxc::ScatterPath::Atomic},
-      {"uniform, deterministic", &uniform, true, true, sxc::ScatterPath::Sorted},
+      {"hot", &hot, true, false, kSorted, kSorted},
+      {"warm", &warm, true, false, kAtomic, kSorted},
+      {"uniform", &uniform, true, false, kAtomic, kAtomic},
+      {"hot, checks off (not measured)", &hot, false, false, kAtomic, kAtomic},
+      {"uniform, deterministic", &uniform, true, true, kSorted, kSorted},
   };
   for (const Case& c : cases) {
     sxc::set_index_checks(c.checks);
     sxc::set_deterministic(c.deterministic);
     const DeviceBuf dindex = to_device(*c.index);
-    for (Reduce reduce : {Reduce::Sum, Reduce::Amax}) {
-      const Tensor expected = ref::scatter_reduce(self.view, 0, c.index->view, src.view, reduce, true);
-      const FoldBounds bounds = bounds_for(expected, reduce, self.view, src.view,
+    for (Reduce reduce : {Reduce::Sum, Reduce::Amax, Reduce::Prod}) {
+      const Buf& self_in = reduce == Reduce::Prod ? prod_self : self;
+      const Buf& src_in = reduce == Reduce::Prod ? prod_src : src;
+      const DeviceBuf dself = to_device(self_in);
+      const DeviceBuf dsrc = to_device(src_in);
+      const Tensor expected = ref::scatter_reduce(self_in.view, 0, c.index->view, src_in.view, reduce, true);
+      const FoldBounds bounds = bounds_for(expected, reduce, self_in.view, src_in.view,
                                            [&](const TensorView& a, const TensorView& b, Reduce r, bool) {
                                              return ref::scatter_reduce(a, 0, c.index->view, b, r, true);
                                            });
       const Tensor gpu = to_host(scatterx::scatter_reduce(dself.view, 0, dindex.view, dsrc.view, reduce, true));
-      EXPECT_EQ(backend::last_scatter_path(), c.expected) << c.name << ", " << reduce_name(reduce);
+      EXPECT_EQ(backend::last_scatter_path(), reduce == Reduce::Prod ? c.expected_prod : c.expected)
+          << c.name << ", " << reduce_name(reduce);
       EXPECT_TRUE(matches(gpu, expected, reduce, false, bounds)) << c.name << ", " << reduce_name(reduce);
+    }
+  }
+}
+
+// Float and double extrema fold by integer atomics on the values' ordered
+// bits (atomics.cuh): across signs, infinities, signed zeros, and NaNs of
+// either sign in self or src, each destination must end where the
+// reference does (a NaN anywhere wins; +0 and -0 compare equal).
+template <typename F>
+void check_extrema_by_ordered_bits(Reduce reduce, bool include_self) {
+  const F nan = std::numeric_limits<F>::quiet_NaN();
+  const F inf = std::numeric_limits<F>::infinity();
+  // Destinations: 0 negatives only, 1 positives only, 2 mixed signs,
+  // 3 a +NaN in src, 4 a -NaN in src, 5 -NaN in self, 6 +NaN in self,
+  // 7 infinities, 8 tiny values of both signs, 9 untouched.
+  const std::vector<F> self_values = {F(-5), F(5), F(0.5), F(1), F(-1), -nan, nan, F(0), F(-0.0), F(3)};
+  std::vector<int64_t> index;
+  std::vector<F> src;
+  auto add = [&](int64_t d, std::initializer_list<F> vs) {
+    for (F v : vs) {
+      index.push_back(d);
+      src.push_back(v);
+    }
+  };
+  for (int round = 0; round < 64; ++round) {  // many arrivals per destination, interleaved
+    const F r = F(round + 1);
+    add(0, {-r, F(-0.25) * r});
+    add(1, {r, F(0.125) * r});
+    add(2, {-r, r, F(-0.0), F(0.0)});
+    add(3, {r, round == 40 ? nan : -r});
+    add(4, {-r, round == 13 ? -nan : r});
+    add(5, {r, -r});
+    add(6, {-r, r});
+    add(7, {round % 3 == 0 ? inf : r, round % 5 == 0 ? -inf : -r});
+    add(8, {std::numeric_limits<F>::denorm_min() * r, -std::numeric_limits<F>::denorm_min() * r});
+  }
+  const int64_t n = static_cast<int64_t>(src.size());
+  const Tensor self = make_tensor<F>({10}, self_values);
+  const Tensor src_t = make_tensor<F>({n}, src);
+  const Tensor index_t = make_tensor<int64_t>({n}, index);
+  const Tensor expected = ref::scatter_reduce(self, 0, index_t, src_t, reduce, include_self);
+  const DeviceBuf dself = to_device(self);
+  const DeviceBuf dsrc = to_device(src_t);
+  const DeviceBuf dindex = to_device(index_t);
+  const Tensor gpu = to_host(scatterx::scatter_reduce(dself.view, 0, dindex.view, dsrc.view, reduce, include_self));
+  EXPECT_EQ(backend::last_scatter_path(), sxc::ScatterPath::Atomic);
+  EXPECT_TRUE(matches(gpu, expected, reduce, false)) << reduce_name(reduce) << ", include_self " << include_self;
+}
+
+TEST_F(CudaTest, FloatExtremaByOrderedBitsKeepNaNsSignsAndInfinities) {
+  sxc::set_scatter_path(sxc::ScatterPath::Atomic);
+  for (Reduce reduce : {Reduce::Amax, Reduce::Amin}) {
+    for (bool include_self : {true, false}) {
+      check_extrema_by_ordered_bits<float>(reduce, include_self);
+      check_extrema_by_ordered_bits<double>(reduce, include_self);
     }
   }
 }

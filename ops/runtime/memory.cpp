@@ -51,6 +51,13 @@ RecycledCache& cache() {
   return *instance;
 }
 
+// Made when the library loads rather than on the first allocation: a fork
+// while another thread ran that first call would copy its half-finished
+// static initialization, and the child's first allocation would wait on it
+// forever (the lock above cannot cover it: the handlers are not registered
+// yet).
+[[maybe_unused]] const bool kCacheMade = (cache(), true);
+
 }  // namespace
 
 void* host_allocate(size_t bytes) {

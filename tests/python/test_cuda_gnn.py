@@ -430,6 +430,14 @@ def test_scatter_softmax_matches_cpu(monkeypatch, log, dtype, form):
         _on_cuda(torch, got, src_c)
         assert calls == ([] if form == "composite" else [True]), f"scatter_softmax calls: {calls}"
         rtol, atol = SOFTMAX_TOL[dtype]
+        if form == "composite" and dtype == "float16" and index.numel() > 0:
+            # The composite rounds each partial sum of exp to float16, in
+            # arrival order on the GPU and index order on the CPU: a group of
+            # n values can differ by (n - 1) units of 2^-11 of its sum on each
+            # side, relatively in softmax and absolutely in its log.
+            n = int(torch.bincount(index).max())
+            bound = 2 * (n - 1) * 2.0**-11
+            rtol, atol = max(rtol, bound), max(atol, bound)
         torch.testing.assert_close(got.cpu(), want, rtol=rtol, atol=atol,
                                    msg=lambda m: f"{dtype} {form} {list(shape)}: {m}")
 

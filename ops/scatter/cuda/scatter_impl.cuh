@@ -25,40 +25,18 @@
 #include "ops/dispatch.h"
 #include "ops/runtime/cuda/common.cuh"
 #include "ops/runtime/cuda/runtime.h"
+#include "ops/scatter/cuda/atomic_rows.cuh"
 #include "ops/scatter/cuda/atomics.cuh"
 #include "ops/scatter/cuda/scatter_cuda.h"
+#include "ops/scatter/cuda/scatter_items.cuh"
 #include "ops/scatter/cuda/scatter_sort.h"
 
 namespace scatterx::detail::cuda {
 
 namespace {
 
-// What a value is multiplied by on the scaled path: alpha (index_add_), or
-// the weight of its position i along dim (index_add_weighted_).
-template <typename T>
-struct Scale {
-  acc_t<T> alpha;
-  const T* weights;  // nullptr: alpha
-  int64_t weight_stride;
-  __device__ __forceinline__ acc_t<T> at(int64_t i) const {
-    return weights != nullptr ? static_cast<acc_t<T>>(weights[i * weight_stride]) : alpha;
-  }
-};
-
-template <typename T, bool kScaled>
-__device__ __forceinline__ acc_t<T> load_value(const T* src, const Position& p, int64_t column_offset,
-                                               const Scale<T>& scale) {
-  using A = acc_t<T>;
-  const int64_t at = p.positional + column_offset;
-  if constexpr (kScaled) {
-    return arith::mul(static_cast<A>(src[at]), scale.at(p.i));
-  } else {
-    return static_cast<A>(src[at]);
-  }
-}
-
 template <typename T, Reduce R, typename I>
-__global__ void fill_identity(T* self, const I* index, const IndexGeometry g, int64_t bound, int64_t total) {
+__global__ void fill_identity(T* self, const I* index, const DeviceGeometry g, int64_t bound, int64_t total) {
   SCATTERX_GRID_LOOP(u, total) {
     const Position p = decode_position(g, u);
     const int64_t v = static_cast<int64_t>(index[p.index]);
@@ -68,7 +46,7 @@ __global__ void fill_identity(T* self, const I* index, const IndexGeometry g, in
 }
 
 template <typename T, Reduce R, typename I, bool kScaled, bool kCount>
-__global__ void fold_atomic(T* self, const T* src, const I* index, const IndexGeometry g, int64_t bound, int64_t total,
+__global__ void fold_atomic(T* self, const T* src, const I* index, const DeviceGeometry g, int64_t bound, int64_t total,
                             const Scale<T> scale, int* counts, int64_t self_lowest) {
   SCATTERX_GRID_LOOP(u, total) {
     const Position p = decode_position(g, u);
@@ -88,7 +66,7 @@ constexpr int64_t kNoDestination = INT64_MIN;
 // order, through shared memory) and one of them makes the atomic, so a hot
 // destination takes up to 32 times fewer atomics.
 template <typename T, Reduce R, typename I, bool kScaled, bool kCount>
-__global__ void fold_atomic_aggregated(T* self, const T* src, const I* index, const IndexGeometry g, int64_t bound,
+__global__ void fold_atomic_aggregated(T* self, const T* src, const I* index, const DeviceGeometry g, int64_t bound,
                                        int64_t total, const Scale<T> scale, int* counts, int64_t self_lowest) {
   using A = acc_t<T>;
   // Raw storage: A may have a constructor, which __shared__ variables cannot run.
@@ -160,92 +138,6 @@ __global__ void finalize_mean(T* self, const StridedLayout<1> layout, int64_t to
 // synchronizes nothing.
 constexpr int64_t kChunkRows = 64;
 
-struct SortedItems {     // plain data: how the kernels read a sorted item
-  IndexGeometry items;   // decodes a sorted position (row_len 1: one item each)
-  int64_t row_len = 1;   // columns per item
-  int64_t self_col = 0;  // column strides in self and src
-  int64_t src_col = 0;
-  const int64_t* positions = nullptr;
-};
-
-// Whole rows on the atomic path (one index value selects a row of row_len
-// columns: index_add_, a broadcast index): a group of `group` lanes takes a
-// row, decodes its position and index value once, and walks the columns,
-// so the 64-bit position arithmetic is paid per row instead of per element.
-// Float sums of contiguous rows aligned to 16 bytes fold four columns per
-// atomic (sm_90's float4 atomicAdd) and 16-bit float sums two (half2 /
-// bfloat162 atomicAdd); everything else folds column by column.
-template <typename T, Reduce R, bool kCount>
-constexpr int kRowVector = (R != Reduce::Sum || kCount)                               ? 1
-                           : std::is_same_v<T, float>                                 ? 4
-                           : (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) ? 2
-                                                                                      : 1;
-
-template <typename T>
-__device__ __forceinline__ void vector_add(T* dest, const T* src, acc_t<T> w) {
-  if constexpr (std::is_same_v<T, float>) {
-    float4 v = *reinterpret_cast<const float4*>(src);
-    v.x *= w;
-    v.y *= w;
-    v.z *= w;
-    v.w *= w;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    atomicAdd(reinterpret_cast<float4*>(dest), v);
-#else
-    atomicAdd(dest, v.x);
-    atomicAdd(dest + 1, v.y);
-    atomicAdd(dest + 2, v.z);
-    atomicAdd(dest + 3, v.w);
-#endif
-  } else if constexpr (std::is_same_v<T, Half>) {
-    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(src));
-    atomicAdd(reinterpret_cast<__half2*>(dest), __floats2half2_rn(f.x * w, f.y * w));
-  } else if constexpr (std::is_same_v<T, BFloat16>) {
-    const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(src));
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    atomicAdd(reinterpret_cast<__nv_bfloat162*>(dest), __floats2bfloat162_rn(f.x * w, f.y * w));
-#else
-    atomic_fold<Reduce::Sum>(dest, f.x * w);
-    atomic_fold<Reduce::Sum>(dest + 1, f.y * w);
-#endif
-  }
-}
-
-template <typename T, Reduce R, typename I, bool kScaled, bool kCount>
-__global__ void fold_atomic_rows(T* self, const T* src, const I* index, const SortedItems it, int64_t bound,
-                                 int64_t rows, const Scale<T> scale, int* counts, int64_t self_lowest, int group) {
-  using A = acc_t<T>;
-  constexpr int kVec = kRowVector<T, R, kCount>;
-  const int lane = threadIdx.x % group;
-  const int64_t groups = static_cast<int64_t>(gridDim.x) * (blockDim.x / group);
-  for (int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x / group) + threadIdx.x / group; r < rows;
-       r += groups) {
-    const Position p = decode_position(it.items, r);
-    const int64_t v = static_cast<int64_t>(index[p.index]);
-    if (v < 0 || v >= bound) continue;
-    T* dest = self + p.indexed + v * it.items.dim_stride[0];
-    const T* from = src + p.positional;
-    int64_t j = 0;
-    if constexpr (kVec > 1) {
-      const auto misaligned =
-          (reinterpret_cast<uintptr_t>(dest) | reinterpret_cast<uintptr_t>(from)) % (kVec * sizeof(T));
-      if (it.self_col == 1 && it.src_col == 1 && misaligned == 0) {
-        const A w = kScaled ? scale.at(p.i) : A(1);
-        const int64_t vectors = it.row_len / kVec;
-        for (int64_t q = lane; q < vectors; q += group) vector_add(dest + q * kVec, from + q * kVec, w);
-        j = vectors * kVec;  // the columns past the last whole vector go one by one
-      }
-    }
-    for (int64_t c = j + lane; c < it.row_len; c += group) {
-      T* at = dest + c * it.self_col;
-      const A value = kScaled ? arith::mul(static_cast<A>(from[c * it.src_col]), scale.at(p.i))
-                              : static_cast<A>(from[c * it.src_col]);
-      atomic_fold<R>(at, value);
-      if constexpr (kCount) atomicAdd(counts + (at - self - self_lowest), 1);
-    }
-  }
-}
-
 __device__ __forceinline__ int64_t run_of_chunk(const int64_t* chunk_offsets, int64_t runs, int64_t chunk) {
   int64_t lo = 0;  // the last run whose first chunk is <= chunk (upper bound - 1)
   int64_t hi = runs;
@@ -266,6 +158,28 @@ __device__ __forceinline__ acc_t<T> load_item(const T* src, const SortedItems& i
   return load_value<T, kScaled>(src, decode_position(it.items, it.positions[s]), j * it.src_col, scale);
 }
 
+// Folds column j of sorted items [first, end) into acc in their order. The
+// items' loads are issued four at a time before their folds: each load waits
+// on the one before it for its position, and runs are short (8 items on
+// average in the GNN rows), so one at a time a thread spent most of its run
+// waiting on memory. The folds stay in item order: the same bits.
+template <typename T, Reduce R, bool kScaled>
+__device__ __forceinline__ acc_t<T> fold_items(acc_t<T> acc, const T* src, const SortedItems& it, int64_t first,
+                                               int64_t end, int64_t j, const Scale<T>& scale) {
+  using Op = ReduceOp<R, acc_t<T>>;
+  constexpr int kInFlight = 4;
+  int64_t s = first;
+  for (; s + kInFlight <= end; s += kInFlight) {
+    acc_t<T> values[kInFlight];
+#pragma unroll
+    for (int q = 0; q < kInFlight; ++q) values[q] = load_item<T, kScaled>(src, it, s + q, j, scale);
+#pragma unroll
+    for (int q = 0; q < kInFlight; ++q) acc = Op::combine(acc, values[q]);
+  }
+  for (; s < end; ++s) acc = Op::combine(acc, load_item<T, kScaled>(src, it, s, j, scale));
+  return acc;
+}
+
 // Consecutive threads take consecutive columns of an item, then the next
 // item: coalesced row reads when rows are wide, one item per thread when not.
 template <typename T, Reduce R, bool kScaled>
@@ -280,9 +194,7 @@ __global__ void fold_chunks(acc_t<T>* partial, const T* src, const SortedItems i
     const int64_t run = run_of_chunk(runs.chunk_offsets, n_runs, chunk);
     const int64_t first = runs.offsets[run] + (chunk - runs.chunk_offsets[run]) * kChunkRows;
     const int64_t last = min(first + kChunkRows, runs.offsets[run] + runs.counts[run]);
-    A acc = Op::identity();
-    for (int64_t s = first; s < last; ++s) acc = Op::combine(acc, load_item<T, kScaled>(src, it, s, j, scale));
-    partial[t] = acc;
+    partial[t] = fold_items<T, R, kScaled>(Op::identity(), src, it, first, last, j, scale);
   }
 }
 
@@ -297,10 +209,8 @@ __global__ void fold_short_runs(T* self, const T* src, const SortedItems it, Run
     const int64_t count = runs.counts[run];
     if (runs.keys[run] == skipped_key || count > kChunkRows) continue;
     T* dest = self + (static_cast<int64_t>(runs.keys[run]) + self_lowest) + j * it.self_col;
-    A acc = include_self ? static_cast<A>(*dest) : Op::identity();
-    for (int64_t s = runs.offsets[run]; s < runs.offsets[run] + count; ++s) {
-      acc = Op::combine(acc, load_item<T, kScaled>(src, it, s, j, scale));
-    }
+    const A first = include_self ? static_cast<A>(*dest) : Op::identity();
+    const A acc = fold_items<T, R, kScaled>(first, src, it, runs.offsets[run], runs.offsets[run] + count, j, scale);
     *dest = static_cast<T>(Op::finalize(acc, count + (include_self ? 1 : 0)));
   }
 }
@@ -357,8 +267,9 @@ __global__ void fold_long_runs(T* self, const acc_t<T>* partial, const SortedIte
 // row_len columns (slice_index geometries only).
 SortedItems rows_of(const IndexGeometry& g) {
   SortedItems it;
-  it.items = g;
-  it.items.row_len = 1;
+  IndexGeometry items = g;
+  items.row_len = 1;
+  it.items = DeviceGeometry(items);
   it.row_len = g.row_len;
   it.self_col = g.row_stride[0];
   it.src_col = g.row_stride[1];
@@ -370,7 +281,7 @@ SortedItems rows_of(const IndexGeometry& g) {
 constexpr int64_t kMinRowForRowKernel = 8;
 
 template <typename T, Reduce R, typename I, bool kScaled>
-void run_atomic(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& span, int64_t total,
+void run_atomic(const ScatterArgs& a, const DeviceGeometry& g, const SelfSpan& span, int64_t total,
                 const Scale<T>& scale) {
   T* self = static_cast<T*>(a.self.data());
   const T* src = static_cast<const T*>(a.src.data());
@@ -396,19 +307,20 @@ void run_atomic(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& sp
       fold_atomic_aggregated<T, R, I, kScaled, kCount>
           <<<blocks, kThreads, 0, stream()>>>(self, src, index, g, bound, total, scale, hits, span.lowest);
     }
-  } else if (kRowVector<T, R, kCount> > 1 && g.slice_index && g.row_len >= kMinRowForRowKernel) {
+  } else if (kRowVectors<T, R, kCount> && g.slice_index && g.row_len >= kMinRowForRowKernel) {
     // Only where a row folds in vectors: on an H100 the column-by-column
     // row kernel ran amax (a compare-and-swap per element) 1.35x slower than
     // fold_atomic over the same 2^23 x 64 power-law scatter (5.9 vs 4.4 ms).
     SortedItems it = rows_of(g);
     // The smallest power of two of lanes that covers a row's vectors, up to
     // a warp: short rows share a warp instead of idling most of it.
-    constexpr int kVec = kRowVector<T, R, kCount>;
-    const int64_t per_row = (g.row_len + kVec - 1) / kVec;
+    constexpr int kWidth = RowVector<T, R>::kWidth;
+    const int64_t per_row = (g.row_len + kWidth - 1) / kWidth;
     int group = 1;
     while (group < 32 && group < per_row) group *= 2;
     const int64_t rows = g.outer_numel * g.k;
-    fold_atomic_rows<T, R, I, kScaled, kCount><<<blocks_for(rows * group), kThreads, 0, stream()>>>(
+    const int64_t batches = (rows + kRowBatch<R> - 1) / kRowBatch<R>;
+    fold_atomic_rows<T, R, I, kScaled, kCount><<<blocks_for(batches * group), kThreads, 0, stream()>>>(
         self, src, index, it, bound, rows, scale, hits, span.lowest, group);
   } else {
     fold_atomic<T, R, I, kScaled, kCount>
@@ -426,7 +338,7 @@ void run_atomic(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& sp
 }
 
 template <typename T, Reduce R, bool kScaled>
-void run_sorted(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& span, int64_t total,
+void run_sorted(const ScatterArgs& a, const DeviceGeometry& g, const SelfSpan& span, int64_t total,
                 const Scale<T>& scale) {
   using A = acc_t<T>;
   SortedItems it;
@@ -462,11 +374,12 @@ void run_sorted(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& sp
 }  // namespace
 
 template <DType D>
-void scatter_cuda_dtype(const ScatterArgs& a, const IndexGeometry& g) {
+void scatter_cuda_dtype(const ScatterArgs& a, const IndexGeometry& geometry) {
   using T = CppType<D>;
   using A = acc_t<T>;
-  const int64_t total = g.outer_numel * g.k * g.row_len;
+  const int64_t total = geometry.outer_numel * geometry.k * geometry.row_len;
   if (total == 0) return;
+  const DeviceGeometry g(geometry);
   const SelfSpan span = self_span(a.self);
   dispatch_reduce(a.reduce, [&](auto reduce_tag) {
     constexpr Reduce R = decltype(reduce_tag)::value;
@@ -478,8 +391,8 @@ void scatter_cuda_dtype(const ScatterArgs& a, const IndexGeometry& g) {
         scale.weights = static_cast<const T*>(a.weights.data());
         scale.weight_stride = a.weights.stride(0);
       }
-      const bool sorted =
-          scatterx::cuda::deterministic() || !kAtomicFold<R, T> || (R != Reduce::None && prefers_sorted(a, total));
+      const bool sorted = scatterx::cuda::deterministic() || !kAtomicFold<R, T> ||
+                          (R != Reduce::None && prefers_sorted(a, total, g.row_len, kFoldsBySwaps<R, T>));
       set_last_scatter_path(sorted ? scatterx::cuda::ScatterPath::Sorted : scatterx::cuda::ScatterPath::Atomic);
       auto run = [&](auto scaled_tag) {
         constexpr bool kScaled = decltype(scaled_tag)::value;

@@ -17,7 +17,7 @@ namespace scatterx::detail::cuda {
 namespace {
 
 template <typename I>
-__global__ void destination_keys(uint64_t* keys, int64_t* positions, const I* index, const IndexGeometry g,
+__global__ void destination_keys(uint64_t* keys, int64_t* positions, const I* index, const DeviceGeometry g,
                                  int64_t bound, int64_t total, int64_t self_lowest, uint64_t skipped_key) {
   SCATTERX_GRID_LOOP(u, total) {
     const Position p = decode_position(g, u);
@@ -59,7 +59,8 @@ SelfSpan self_span(const TensorView& self) {
   return span;
 }
 
-SortedPositions sort_by_destination(const ScatterArgs& a, const IndexGeometry& g, const SelfSpan& span, int64_t total) {
+SortedPositions sort_by_destination(const ScatterArgs& a, const DeviceGeometry& g, const SelfSpan& span,
+                                    int64_t total) {
   SortedPositions out;
   out.skipped_key = static_cast<uint64_t>(span.elements);
   const int end_bit = std::max(1, bit_width(out.skipped_key));

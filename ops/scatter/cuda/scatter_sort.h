@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "ops/detail/cuda/positions.cuh"
 #include "ops/scatter/scatter_args.h"
 
 namespace scatterx::detail::cuda {
@@ -27,7 +28,7 @@ struct SortedPositions {
   uint64_t skipped_key = 0;
   std::shared_ptr<void> storage;
 };
-SortedPositions sort_by_destination(const ScatterArgs& args, const IndexGeometry& geometry, const SelfSpan& span,
+SortedPositions sort_by_destination(const ScatterArgs& args, const DeviceGeometry& geometry, const SelfSpan& span,
                                     int64_t total);
 
 // The runs of equal keys in sorted positions (one run per destination),
