@@ -41,6 +41,7 @@ constexpr double kContendedSwapHits = 256;
 // Below this many positions the sort's fixed cost (a dozen kernel launches)
 // outweighs any contention.
 constexpr int64_t kMinSortedPositions = int64_t{1} << 16;
+
 // The path the calling thread's last CUDA scatter took (for tests).
 scatterx::cuda::ScatterPath last_scatter_path();
 void set_last_scatter_path(scatterx::cuda::ScatterPath path);

@@ -6,9 +6,10 @@
 // float adds, and otherwise a compare-and-swap loop over the 4- or 8-byte
 // word holding the element (1- and 2-byte types swap their aligned 32-bit
 // word). Extrema and the swap loop read the destination first and make no
-// atomic when the value cannot change it. 16-byte elements only take the per-part float adds of a
-// complex sum; kAtomicFold says which (reduce, type) pairs have an atomic
-// fold at all, and the host routes the others to the sorted path.
+// atomic when the value cannot change it. 16-byte elements only take the
+// per-part float adds of a complex sum; kAtomicFold says which (reduce,
+// type) pairs have an atomic fold at all, and the host routes the others to
+// the sorted path.
 #pragma once
 
 #include <cuda_bf16.h>
