@@ -1,7 +1,8 @@
 // all_reduce (dist.h), sync and async: a reduce-scatter in place, then an
 // all-gather of the reduced blocks, on the host (ring.h) or the device
 // (device.h); small host tensors take the latency path instead
-// (latency_all_reduce.h).
+// (latency_all_reduce.h), and mid-sized ones on one host the single-copy
+// all-reduce (single_copy.h).
 #include <algorithm>
 #include <vector>
 
@@ -12,7 +13,9 @@
 #include "dist/p2p.h"
 #include "dist/ring.h"
 #include "dist/shm_transport.h"
+#include "dist/single_copy.h"
 #include "dist/staging.h"
+#include "ops/runtime/shareable_memory.h"
 
 namespace scatterx::dist {
 
@@ -78,6 +81,16 @@ static Work all_reduce_impl(const TensorView& tensor, ReduceOp reduce_op, const 
     const int64_t es = tensor.element_size();
     const Reduce reduce = local_reduce(reduce_op);
     const int64_t count = mean_count(reduce_op, s.size);
+    // Mid sizes on one host, in scatterx's shareable tensor memory on every
+    // rank: folded straight out of the peers' tensors. (Larger tensors are
+    // never shareable: from there the segment's pipelined reduce-scatter runs
+    // at memory bandwidth.)
+    const int64_t bytes = tensor.numel() * es;
+    if (!route && bytes <= static_cast<int64_t>(detail::kShareableMaxBytes) && single_copy_for(s, w, bytes, op) &&
+        single_copy_all_reduce(s, w, tag, buf.data(), blocks, tensor.dtype(), reduce, count, op)) {
+      buf.commit();
+      return;
+    }
     // Reduce-scatter in place: block `rank` of the tensor receives the
     // result, and the other blocks are only read until the all-gather
     // overwrites them. The all-gather's messages have their own tag.

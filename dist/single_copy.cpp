@@ -3,15 +3,22 @@
 // "done" notes.
 #include "dist/single_copy.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <utility>
 
 #include "dist/p2p.h"
 #include "dist/shm_transport.h"
+#include "ops/runtime/shareable_memory.h"
 
 namespace scatterx::dist {
 
@@ -31,6 +38,45 @@ std::string read_peer(int64_t pid, uint64_t address, char* into, int64_t bytes) 
     done += n;
   }
   return "";
+}
+
+// Peers' memory files mapped read-only, by (pid, inode): a pid reused by a
+// later process has other inodes. Never unmapped, so a read never races an
+// unmapping; a failed mapping is kept as nullptr and not tried again.
+constexpr size_t kMaxPeerMappings = 256;
+
+struct PeerMappings {
+  std::mutex mutex;
+  std::map<std::pair<int64_t, uint64_t>, const char*> mapped;
+};
+
+PeerMappings& peer_mappings() {
+  static PeerMappings* const instance = new PeerMappings;  // never destroyed, as its mappings
+  return *instance;
+}
+
+// The peer's file `fd` mapped, or nullptr when it cannot be: no such file
+// any more, another inode under that number, no permission, or the table full.
+const char* map_peer_file(int64_t pid, int64_t fd, uint64_t inode, uint64_t file_bytes) {
+  PeerMappings& m = peer_mappings();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  const auto key = std::make_pair(pid, inode);
+  if (auto it = m.mapped.find(key); it != m.mapped.end()) return it->second;
+  if (m.mapped.size() >= kMaxPeerMappings) return nullptr;
+  const char* base = nullptr;
+  const std::string path = detail::concat("/proc/", pid, "/fd/", fd);
+  const int file = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (file >= 0) {
+    struct stat st {};
+    if (fstat(file, &st) == 0 && static_cast<uint64_t>(st.st_ino) == inode &&
+        static_cast<uint64_t>(st.st_size) >= file_bytes) {
+      void* p = mmap(nullptr, file_bytes, PROT_READ, MAP_SHARED, file, 0);
+      if (p != MAP_FAILED) base = static_cast<const char*>(p);
+    }
+    close(file);
+  }
+  m.mapped.emplace(key, base);
+  return base;
 }
 
 // The probe's messages: heap-held and left allocated when a wait times out,
@@ -76,6 +122,35 @@ bool probe_reads(Communicator::State& s, Waiter& w, const char* op) {
 
 }  // namespace
 
+SingleCopyRecord single_copy_record(const char* data, int64_t bytes) {
+  SingleCopyRecord r{static_cast<int64_t>(getpid()), static_cast<uint64_t>(reinterpret_cast<uintptr_t>(data)), bytes};
+  detail::ShareableRegion region;
+  if (detail::shareable_region(data, static_cast<size_t>(bytes), &region)) {
+    r.fd = region.fd;
+    r.inode = region.inode;
+    r.offset = region.offset;
+    r.file_bytes = region.file_bytes;
+  }
+  return r;
+}
+
+const char* single_copy_view(const SingleCopyRecord& r, int64_t at, int64_t bytes) {
+  // The record came from a peer: check that the range lies in its file.
+  if (r.fd < 0 || at < 0 || bytes < 0 || at > r.bytes || bytes > r.bytes - at || r.offset > r.file_bytes ||
+      static_cast<uint64_t>(r.bytes) > r.file_bytes - r.offset)
+    return nullptr;
+  const char* file = map_peer_file(r.pid, r.fd, r.inode, r.file_bytes);
+  return file == nullptr ? nullptr : file + r.offset + at;
+}
+
+std::string single_copy_read(const SingleCopyRecord& r, int64_t at, char* into, int64_t bytes) {
+  if (const char* view = single_copy_view(r, at, bytes)) {
+    std::memcpy(into, view, static_cast<size_t>(bytes));
+    return "";
+  }
+  return read_peer(r.pid, r.address + static_cast<uint64_t>(at), into, bytes);
+}
+
 bool single_copy_ready(Communicator::State& s, Waiter& w, const char* op) {
   if (s.single_copy_state != 0) return s.single_copy_state > 0;
   // The option agrees across ranks (agree_on_settings) and so does the host
@@ -93,8 +168,8 @@ SingleCopyExchange::SingleCopyExchange(Communicator::State& s, int tag, const ch
 }
 
 void SingleCopyExchange::offer(int p, const char* data, int64_t bytes) {
-  offered_.push_back({static_cast<int64_t>(getpid()), static_cast<uint64_t>(reinterpret_cast<uintptr_t>(data)), bytes});
-  post_send(reinterpret_cast<const char*>(&offered_.back()), sizeof(Record), p, tag_, s_.comm, reqs_, op_);
+  offered_.push_back(single_copy_record(data, bytes));
+  post_send(reinterpret_cast<const char*>(&offered_.back()), sizeof(SingleCopyRecord), p, tag_, s_.comm, reqs_, op_);
   peers_.resize(reqs_.size(), p);
   post_recv(&note_, 0, p, tag_ + kShmFreeTagOffset, s_.comm, reqs_, op_);
   peers_.resize(reqs_.size(), p);
@@ -103,7 +178,7 @@ void SingleCopyExchange::offer(int p, const char* data, int64_t bytes) {
 void SingleCopyExchange::expect(int p, char* into, int64_t bytes) {
   incoming_.push_back({p, into, bytes, MPI_REQUEST_NULL, {}});
   Incoming& in = incoming_.back();
-  check_mpi(MPI_Irecv(&in.record, sizeof(Record), MPI_BYTE, p, tag_, s_.comm, &in.request), op_, "MPI_Irecv");
+  check_mpi(MPI_Irecv(&in.record, sizeof(SingleCopyRecord), MPI_BYTE, p, tag_, s_.comm, &in.request), op_, "MPI_Irecv");
 }
 
 void SingleCopyExchange::read_all(Waiter& w) {
@@ -121,7 +196,7 @@ void SingleCopyExchange::read_all(Waiter& w) {
                                   ", which expects ", in.bytes);
         mismatch_ = true;
       } else {
-        const std::string why = read_peer(in.record.pid, in.record.address, in.into, in.bytes);
+        const std::string why = single_copy_read(in.record, 0, in.into, in.bytes);
         if (!why.empty() && error_.empty())
           error_ = detail::concat(op_, ": reading ", in.bytes, " bytes out of rank ", in.peer,
                                   " (process_vm_readv) failed: ", why);

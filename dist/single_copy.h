@@ -7,6 +7,12 @@
 // still read it. One copy per message, every rank reading its peers at once,
 // no ring steps, and two small messages per pair instead of MPI's rendezvous
 // handshake per message.
+//
+// A message in scatterx's own tensor memory (tensors of 64 KiB to 8 MiB, see
+// ops/runtime/shareable_memory.h) is read through a mapping of the peer's
+// memory file with memcpy instead, at user-space speed. The mappings are kept
+// (a peer's files live as long as it does), at most kMaxPeerMappings of them;
+// where a file cannot be mapped, the read falls back to process_vm_readv.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +20,8 @@
 #include <vector>
 
 #include "dist/internal.h"
+#include "ops/dtype.h"
+#include "ops/reduce.h"
 
 namespace scatterx::dist {
 
@@ -44,6 +52,40 @@ inline bool by_single_copy(const Communicator::State& s, int64_t bytes) {
   return s.single_copy_state > 0 && bytes >= kSingleCopyMinBytes;
 }
 
+// Where a message's bytes lie: at `address` in process `pid`, and, when they
+// lie in shareable tensor memory (ops/runtime/shareable_memory.h, fd >= 0),
+// at `offset` in that process's memory file `fd`, which a reader maps and
+// copies out of with memcpy instead of process_vm_readv.
+struct SingleCopyRecord {
+  int64_t pid = 0;
+  uint64_t address = 0;
+  int64_t bytes = 0;
+  int64_t fd = -1;
+  uint64_t inode = 0;
+  uint64_t offset = 0;
+  uint64_t file_bytes = 0;
+};
+
+// The record of `bytes` at `data` in this process.
+SingleCopyRecord single_copy_record(const char* data, int64_t bytes);
+// Bytes [at, at + bytes) of a record's message where this process can read
+// them directly (its peer's memory file, mapped), else nullptr.
+const char* single_copy_view(const SingleCopyRecord& r, int64_t at, int64_t bytes);
+// Copies those bytes into `into`, by that view or else process_vm_readv: ""
+// on success, else why not.
+std::string single_copy_read(const SingleCopyRecord& r, int64_t at, char* into, int64_t bytes);
+
+// all_reduce of the contiguous `data` split into `blocks` (elements), every
+// rank on one host and single_copy_ready. The ranks swap their tensors'
+// records; unless every tensor lies in shareable memory it returns false
+// having moved nothing (the caller takes its other path; process_vm_readv
+// reads measured no faster than the segment's reduce-scatter). Otherwise each
+// rank folds its own block in place straight out of its peers' mapped
+// tensors, then copies their reduced blocks out of theirs, and it returns
+// true. Three small messages per pair: records, "reduced", "done".
+bool single_copy_all_reduce(Communicator::State& s, Waiter& w, int tag, char* data, const Blocks& blocks, DType dtype,
+                            Reduce reduce, int64_t mean_count, const char* op);
+
 // The single-copy pairs of one exchange (single_copy_ready said yes). Every
 // request it posts is appended to `reqs` with its peer in `peers`, for the
 // caller's one wait (whose timeout names the ranks that had not come).
@@ -67,25 +109,20 @@ class SingleCopyExchange {
   void raise_if_failed() const;
 
  private:
-  struct Record {
-    int64_t pid = 0;
-    uint64_t address = 0;
-    int64_t bytes = 0;
-  };
   struct Incoming {
     int peer;
     char* into;
     int64_t bytes;
     MPI_Request request;
-    Record record;
+    SingleCopyRecord record;
   };
   Communicator::State& s_;
   int tag_;
   const char* op_;
   std::vector<MPI_Request>& reqs_;
   std::vector<int>& peers_;
-  std::vector<Record> offered_;     // reserved for every peer: stable addresses
-  std::vector<Incoming> incoming_;  // likewise
+  std::vector<SingleCopyRecord> offered_;  // reserved for every peer: stable addresses
+  std::vector<Incoming> incoming_;         // likewise
   char note_ = 0;
   std::string error_;
   bool mismatch_ = false;

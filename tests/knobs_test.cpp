@@ -41,7 +41,7 @@ std::string read(const KnobSpec& spec) {
 TEST(Knobs, EveryDefaultIsValidAndEmptyMeansDefault) {
   int count = 0;
   const KnobSpec* knobs = all_knobs(&count);
-  ASSERT_EQ(count, 13);
+  ASSERT_EQ(count, 14);
   for (int i = 0; i < count; ++i) {
     SCOPED_TRACE(knobs[i].variable);
     EXPECT_EQ(static_cast<int>(knobs[i].knob), i);

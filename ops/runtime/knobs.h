@@ -28,6 +28,9 @@ enum class KnobKind {
     "row gathers whose output is at least this large write with non-temporal stores")                               \
   X(HostCacheBytes, "SCATTERX_HOST_CACHE_BYTES", Bytes, "1073741824", 0, int64_t{1} << 62, "", false,               \
     "freed CPU tensors and kernel scratch kept for reuse, so their pages are not faulted in again; 0 keeps none")   \
+  X(ShareableHostBytes, "SCATTERX_SHAREABLE_HOST_BYTES", Bytes, "268435456", 0, int64_t{1} << 40, "", false,        \
+    "CPU tensors of 64 KiB to 8 MiB live in memory files that peers on the host map (single-copy reads by memcpy) " \
+    "up to this many bytes; 0 none")                                                                                \
   X(DistTimeout, "SCATTERX_DIST_TIMEOUT", Seconds, "600", 0, 0, "", false,                                          \
     "seconds a collective waits for its peers before raising DistTimeoutError (default of the timeout option)")     \
   X(DistChecks, "SCATTERX_DIST_CHECKS", Flag, "0", 0, 0, "", false,                                                 \

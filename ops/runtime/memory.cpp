@@ -1,6 +1,7 @@
 #include "ops/runtime/memory.h"
 
 #include "ops/runtime/knobs.h"
+#include "ops/runtime/shareable_memory.h"
 #include "ops/runtime/stream_copy.h"
 
 #include <pthread.h>
@@ -61,6 +62,7 @@ RecycledCache& cache() {
 }  // namespace
 
 void* host_allocate(size_t bytes) {
+  if (void* shareable = shareable_allocate(bytes)) return shareable;
   const size_t align = bytes >= kHugePage ? kHugePage : kCacheLine;
   const size_t rounded = (std::max(bytes, size_t{1}) + align - 1) / align * align;
   void* p = std::aligned_alloc(align, rounded);
@@ -71,7 +73,9 @@ void* host_allocate(size_t bytes) {
   return p;
 }
 
-void host_free(void* p) noexcept { std::free(p); }
+void host_free(void* p) noexcept {
+  if (!shareable_free(p)) std::free(p);
+}
 
 std::pair<void*, size_t> recycled_acquire(size_t bytes) {
   cache_limit();  // a bad SCATTERX_HOST_CACHE_BYTES raises here, not in the noexcept release
@@ -80,9 +84,13 @@ std::pair<void*, size_t> recycled_acquire(size_t bytes) {
     RecycledCache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
     // Reuse a block no more than twice the request, so a small request
-    // does not pin a huge block.
+    // does not pin a huge block; and none past the shareable sizes for a
+    // request within them, so that such a tensor is shareable whatever the
+    // cache holds (shareable_memory.h).
+    size_t most = 2 * bytes;
+    if (bytes <= kShareableMaxBytes) most = std::min(most, kShareableMaxBytes);
     auto it = c.free_blocks.lower_bound(bytes);
-    if (it != c.free_blocks.end() && it->first <= 2 * bytes) {
+    if (it != c.free_blocks.end() && it->first <= most) {
       const std::pair<void*, size_t> block{it->second, it->first};
       c.cached -= it->first;
       c.free_blocks.erase(it);

@@ -16,7 +16,9 @@
 
 namespace scatterx::detail {
 
-// 64-byte aligned host memory; allocations of 2 MiB or more are 2 MiB
+// 64-byte aligned host memory. Allocations of 64 KiB to 8 MiB come from the
+// shareable arena while it has room (shareable_memory.h: page aligned, in
+// memory files that peer ranks can map); others of 2 MiB or more are 2 MiB
 // aligned and advised as huge pages. Throws std::bad_alloc.
 void* host_allocate(size_t bytes);
 void host_free(void* p) noexcept;

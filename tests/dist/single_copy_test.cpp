@@ -252,5 +252,43 @@ TEST_F(SingleCopyTest, ZeroSizeBlocks) {
   });
 }
 
+// all_reduce from 64 KiB to 8 MiB: tensors in scatterx's shareable memory
+// (ops/runtime/shareable_memory.h) on every rank take the single-copy
+// all-reduce; memory scatterx did not allocate on any one rank (a vector's,
+// as numpy's or torch's would be) sends every rank down the segment's path.
+// Both against the closed form, for every op, odd lengths (uneven blocks)
+// and a view that starts inside its tensor.
+TEST_F(SingleCopyTest, AllReduceInSharedAndForeignMemory) {
+  both_paths([&](const Communicator& c, bool on) {
+    for (ReduceOp op : all_reduce_ops()) {
+      for (DType dtype : {DType::Float32, DType::Int64, DType::BFloat16}) {
+        if (!reduce_supported(op, dtype)) continue;
+        for (int64_t n : {kSwitch / 4 + 1, int64_t{300007}, (int64_t{8} << 20) / 8 - 16}) {
+          const int64_t es = scatterx::element_size(dtype);
+          if (n * es > (int64_t{8} << 20)) continue;
+          auto input = [&](int64_t i) { return reduce_input(op, dtype, rank(), i); };
+          auto expected = [&](int64_t i) { return reduce_expected(op, dtype, iota_ranks(ws()), i); };
+          const std::string what = op_label(op) + " " + std::string(scatterx::dtype_name(dtype)) +
+                                   " n=" + std::to_string(n) + " single_copy=" + std::to_string(on);
+          Tensor t = make({n}, dtype, input);
+          dist::all_reduce(t, op, c);
+          EXPECT_TRUE(holds(t, expected)) << what;
+          Tensor holder = Tensor::empty({n + 8}, dtype);
+          TensorView inside(static_cast<char*>(holder.data()) + 8 * es, dtype, {n});
+          fill(inside, input);
+          dist::all_reduce(inside, op, c);
+          EXPECT_TRUE(holds(inside, expected)) << what << " (a view inside its tensor)";
+          std::vector<char> foreign(static_cast<size_t>(n * es));
+          TensorView elsewhere(foreign.data(), dtype, {n});
+          TensorView mixed = rank() == ws() - 1 ? elsewhere : TensorView(t);
+          fill(mixed, input);
+          dist::all_reduce(mixed, op, c);
+          EXPECT_TRUE(holds(mixed, expected)) << what << " (the last rank's memory foreign)";
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 }  // namespace sxd

@@ -97,7 +97,9 @@ def test_missing_and_broken_optional_packages_are_rows(tmp_path):
     (broken / "__init__.py").write_text("raise RuntimeError('no CUDA driver')\n")
     hide = ("import sys, runpy; sys.modules['torch'] = None; sys.modules['mpi4py'] = None; "
             "runpy.run_module('scatterx.info', run_name='__main__')")
-    rows = run_info({"PYTHONPATH": str(tmp_path)}, code=hide)
+    # Prepended: the package may itself be found through PYTHONPATH (a --target install).
+    path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH", "")) if p)
+    rows = run_info({"PYTHONPATH": path}, code=hide)
     assert rows["torch"] == "not installed"
     assert rows["torch CUDA"] == "not installed"
     assert rows["mpi4py"] == "not installed"
