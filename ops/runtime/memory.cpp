@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <iterator>
 #include <map>
@@ -21,10 +22,18 @@ namespace {
 constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kCacheLine = 64;
 // Bytes of blocks kept for reuse at most (SCATTERX_HOST_CACHE_BYTES); beyond
-// it the largest are freed. Read once: the cache lives as long as the process.
+// it the largest are freed. Read on first use, into an atomic rather than a
+// function-local static: a fork while another thread ran that static's
+// initialization would leave the child waiting on its guard forever. Two
+// threads racing read the same value.
+std::atomic<int64_t> g_cache_limit{-1};
 size_t cache_limit() {
-  static const auto limit = static_cast<size_t>(knob_bytes(Knob::HostCacheBytes));
-  return limit;
+  int64_t limit = g_cache_limit.load(std::memory_order_relaxed);
+  if (limit < 0) {
+    limit = knob_bytes(Knob::HostCacheBytes);
+    g_cache_limit.store(limit, std::memory_order_relaxed);
+  }
+  return static_cast<size_t>(limit);
 }
 
 struct RecycledCache {

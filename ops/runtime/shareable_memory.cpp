@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <map>
 #include <mutex>
@@ -52,9 +53,16 @@ size_t slot_bytes_for(size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
+// An atomic, not a function-local static, for the reason memory.cpp's
+// cache_limit gives: no initialization guard for a fork to copy half-taken.
+std::atomic<int64_t> g_arena_limit{-1};
 size_t arena_limit() {
-  static const auto limit = static_cast<size_t>(knob_bytes(Knob::ShareableHostBytes));
-  return limit;
+  int64_t limit = g_arena_limit.load(std::memory_order_relaxed);
+  if (limit < 0) {
+    limit = knob_bytes(Knob::ShareableHostBytes);
+    g_arena_limit.store(limit, std::memory_order_relaxed);
+  }
+  return static_cast<size_t>(limit);
 }
 
 // The child of a fork: each chunk (not inherited) becomes private memory at
