@@ -263,9 +263,12 @@ TEST_F(SingleCopyTest, AllReduceInSharedAndForeignMemory) {
     for (ReduceOp op : all_reduce_ops()) {
       for (DType dtype : {DType::Float32, DType::Int64, DType::BFloat16}) {
         if (!reduce_supported(op, dtype)) continue;
-        for (int64_t n : {kSwitch / 4 + 1, int64_t{300007}, (int64_t{8} << 20) / 8 - 16}) {
+        // The arena's upper edge (just under 8 MiB of int64) for sums only:
+        // the size switch is the same for every op and dtype, and the big
+        // case costs most of the sanitizer build's time.
+        for (int64_t n : {kSwitch / 4 + 1, int64_t{100003}, (int64_t{8} << 20) / 8 - 16}) {
+          if (n > 100003 && (op != ReduceOp::Sum || dtype != DType::Int64)) continue;
           const int64_t es = scatterx::element_size(dtype);
-          if (n * es > (int64_t{8} << 20)) continue;
           auto input = [&](int64_t i) { return reduce_input(op, dtype, rank(), i); };
           auto expected = [&](int64_t i) { return reduce_expected(op, dtype, iota_ranks(ws()), i); };
           const std::string what = op_label(op) + " " + std::string(scatterx::dtype_name(dtype)) +
