@@ -161,4 +161,13 @@ TensorView copy_(const TensorView& dst, const TensorView& src);
 size_t host_cache_bytes();
 size_t empty_host_cache();
 
+// Whether every byte `view` spans lies in memory the other processes of this
+// user on this host can map (ops/runtime/shareable_memory.h): scatterx's own
+// CPU tensors of 64 KiB to 8 MiB while SCATTERX_SHAREABLE_HOST_BYTES allows,
+// and views into them. The distributed layer reads a peer's shareable tensor
+// with a memcpy and any other buffer through the kernel (process_vm_readv);
+// the all-reduce of 64 KiB to 8 MiB folds straight out of the peers' tensors
+// only when each rank's is shareable. False for CUDA tensors. Thread-safe.
+bool host_shareable(const TensorView& view);
+
 }  // namespace scatterx

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "ops/runtime/shareable_memory.h"
 #include "ops/tensor.h"
@@ -73,6 +74,27 @@ TEST(ShareableMemoryTest, MidSizedTensorsLiveInMemoryFiles) {
     EXPECT_TRUE(detail::shareable_region(bytes_of + 8, static_cast<size_t>(bytes - 8), &region));
     EXPECT_FALSE(detail::shareable_region(bytes_of, region.file_bytes + 1, &region));
   }
+}
+
+// scatterx::host_shareable, the public question (ops/tensor.h): the span of
+// any view, whatever its strides, against the arena.
+TEST(ShareableMemoryTest, HostShareableAsksAboutAViewsWholeSpan) {
+  using scatterx::TensorView;
+  const bool on = arena_serves();
+  Tensor t = Tensor::empty({256, 1024}, DType::Float32);  // 1 MiB
+  EXPECT_EQ(scatterx::host_shareable(t), on);
+  auto* base = static_cast<float*>(t.data());
+  // Rows 10..19, every third column; the same columns backwards; a transpose.
+  EXPECT_EQ(scatterx::host_shareable(TensorView(base + 10 * 1024, DType::Float32, {10, 300}, {1024, 3})), on);
+  EXPECT_EQ(scatterx::host_shareable(TensorView(base + 1023, DType::Float32, {1024}, {-1})), on);
+  EXPECT_EQ(scatterx::host_shareable(TensorView(base, DType::Float32, {1024, 256}, {1, 1024})), on);
+  // A span running past the 32 MiB chunk (the view's sizes say 40 MiB).
+  EXPECT_FALSE(scatterx::host_shareable(TensorView(base, DType::Float32, {int64_t{10} << 20})));
+  EXPECT_FALSE(scatterx::host_shareable(Tensor::empty({1000}, DType::Float32)));              // below 64 KiB
+  EXPECT_FALSE(scatterx::host_shareable(Tensor::empty({int64_t{3} << 20}, DType::Float32)));  // 12 MiB
+  EXPECT_FALSE(scatterx::host_shareable(TensorView(base, DType::Float32, {0, 1024})));        // no bytes
+  std::vector<float> foreign(1 << 18);
+  EXPECT_FALSE(scatterx::host_shareable(TensorView(foreign.data(), DType::Float32, {1 << 18})));
 }
 
 TEST(ShareableMemoryTest, FreedSlotsAreReusedBySizeClass) {

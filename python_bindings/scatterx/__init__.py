@@ -13,7 +13,7 @@ Functions used when a torch input requires grad.
 
 from . import cuda
 from ._C import __version__
-from ._memory import empty_host_cache, host_cache_bytes
+from ._memory import empty, empty_host_cache, empty_like, host_cache_bytes, is_shareable
 from ._plan import IndexPlan
 from ._ops import (
     gather,
@@ -38,8 +38,11 @@ __all__ = [
     "__version__",
     "IndexPlan",
     "cuda",
+    "empty",
+    "empty_like",
     "empty_host_cache",
     "host_cache_bytes",
+    "is_shareable",
     "gather",
     "gather_dot",
     "gather_scatter",

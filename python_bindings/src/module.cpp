@@ -5,12 +5,14 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <complex>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "arrays.h"
 #include "scatterx.h"
@@ -98,6 +100,25 @@ void register_host_cache(nb::module_& m) {
         "Bytes of freed CPU tensors' memory kept for reuse (SCATTERX_HOST_CACHE_BYTES bounds it).");
   m.def("empty_host_cache", &scatterx::empty_host_cache,
         "Gives the kept memory back to the allocator; returns the bytes given back.");
+  m.def(
+      "empty",
+      [](const std::vector<int64_t>& sizes, const std::string& dtype, Framework fw) {
+        const char* op = "empty";
+        SCATTERX_CHECK(sizes.size() <= static_cast<size_t>(scatterx::kMaxDims), ArgumentError, op,
+                       "expected size with at most ", scatterx::kMaxDims, " dimensions, got ", sizes.size());
+        scatterx::Shape shape;
+        for (int64_t d : sizes) {
+          SCATTERX_CHECK(d >= 0, ArgumentError, op, "expected non-negative sizes, got ", d);
+          shape.push_back(d);
+        }
+        return to_python(scatterx::Tensor::empty(shape, scatterx::dtype_from_name(dtype, op)), fw);
+      },
+      nb::arg("size"), nb::arg("dtype"), nb::arg("framework"),
+      "A contiguous uninitialized CPU array of scatterx's memory (scatterx.empty checks the arguments).");
+  m.def(
+      "host_shareable",
+      [](const InArray& array) { return scatterx::host_shareable(view_of(array, "is_shareable", "array")); },
+      nb::arg("array"), "Whether the array's bytes lie in memory the other ranks on this host can map.");
 }
 
 // gather and index_select, returning a new array or writing `out`.

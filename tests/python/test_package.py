@@ -18,7 +18,8 @@ PACKAGE_DIR = pathlib.Path(scatterx.__file__).parent
 
 def test_public_api():
     assert sorted(scatterx.__all__) == sorted(PUBLIC + ["__version__", "cuda", "gather_scatter", "gather_dot",
-                                                        "IndexPlan", "host_cache_bytes", "empty_host_cache"])
+                                                        "IndexPlan", "host_cache_bytes", "empty_host_cache", "empty",
+                                                        "empty_like", "is_shareable"])
     assert list(inspect.signature(scatterx.IndexPlan).parameters) == ["index", "dim_size"]
     fused = inspect.signature(scatterx.gather_scatter).parameters
     assert list(fused) == ["x", "src_index", "dst_index", "reduce", "edge_weight", "dim_size"]

@@ -435,6 +435,51 @@ def test_all_reduce_large():
     assert_equal(x, (np.arange(n) % 1000 * WS + WS * (WS - 1) // 2).astype(np.float64))
 
 
+# ---- scatterx.empty's buffers, shared between the ranks --------------------------------------------------------
+
+
+@pytest.mark.parametrize("numpy_on_last_rank", [False, True], ids=["all_shareable", "last_rank_numpy"])
+def test_collectives_on_shareable_buffers(numpy_on_last_rank):
+    """The single copies and the all-reduce read scatterx.empty's buffers straight out of the peers' mappings;
+    a rank whose buffer is numpy's own sends its pairs back to the kernel's copy and the all-reduce to the
+    segment's path. The results are the same either way. Blocks of 64 KiB and more (the single-copy switch)."""
+    import scatterx
+
+    sharing = os.environ.get("SCATTERX_SHAREABLE_HOST_BYTES", "") != "0"
+
+    def buffer(shape, dtype):
+        if numpy_on_last_rank and RANK == WS - 1:
+            return np.empty(shape, dtype)
+        b = scatterx.empty(shape, dtype=dtype)
+        assert scatterx.is_shareable(b) == sharing
+        return b
+
+    n = 100_003  # float32: 400 KB, uneven blocks
+    x = buffer(n, np.float32)
+    x[:] = np.arange(n) % 1000 + RANK
+    dist.all_reduce(x)
+    assert_equal(x, (np.arange(n) % 1000 * WS + WS * (WS - 1) // 2).astype(np.float32))
+
+    inp = buffer(n, np.float32)
+    inp[:] = np.arange(n) + 1000 * RANK
+    out = buffer((WS, n), np.float32)
+    dist.all_gather_into_tensor(out, inp)
+    for q in range(WS):
+        assert_equal(out[q], (np.arange(n) + 1000 * q).astype(np.float32))
+
+    rows = 300  # 300 x 64 int64: 150 KiB per pair
+    inp = buffer((WS * rows, 64), np.int64)
+    inp[:] = np.concatenate([block(RANK, d, rows, 64, np.int64) for d in range(WS)])
+    out = buffer((WS * rows, 64), np.int64)
+    dist.all_to_all_single(out, inp)
+    assert_equal(out, np.concatenate([block(q, RANK, rows, 64, np.int64) for q in range(WS)]))
+
+    b = buffer(n, np.float64)
+    b[:] = np.arange(n) * (1 + RANK)
+    dist.broadcast(b, src=WS - 1)
+    assert_equal(b, (np.arange(n) * WS).astype(np.float64))
+
+
 # ---- all_to_all ----------------------------------------------------------------------------------------------
 
 

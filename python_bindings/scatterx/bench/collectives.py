@@ -3,7 +3,7 @@
 Run under MPI (scatterx takes its world from the launcher; gloo's rendezvous uses the same ranks)::
 
     OMP_NUM_THREADS=1 mpirun -n 2 python bench/bench_collectives_torch.py [--min-bytes 1K] [--max-bytes 64M]
-        [--ops ...] [--markdown FILE] [--json FILE]
+        [--ops ...] [--alloc torch|scatterx] [--markdown FILE] [--json FILE]
 
 (``python -m scatterx.bench`` under mpirun runs this module with a progress bar.) ``--json`` writes the rows
 (impl scatterx and gloo) in scatterx.bench.results' format; a gloo row that could not run is left out.
@@ -13,7 +13,9 @@ from ``OMPI_COMM_WORLD_RANK`` / ``OMPI_COMM_WORLD_SIZE`` (or ``PMI_RANK`` / ``PM
 ``WORLD_SIZE``), ``MASTER_ADDR`` (default 127.0.0.1) and ``MASTER_PORT`` (default 29531). When torch or
 scatterx.distributed cannot be imported, the script says so and exits 0.
 
-Pairs, on the very same torch float32 tensors (scatterx reads them through DLPack, without copies):
+Pairs, on the very same torch float32 tensors (scatterx reads them through DLPack, without copies), made by
+torch (``--alloc torch``, the default) or by ``scatterx.empty`` (``--alloc scatterx``: tensors of 64 KiB to
+8 MiB in memory the ranks share, which scatterx copies out of with a memcpy and gloo reads as any tensor):
 
   reduce_scatter     sxd.reduce_scatter_tensor(out [n], inp [ws*n])  vs  dist.reduce_scatter_tensor
                      (gloo lacks it in many torch versions: the row then says "unsupported")
@@ -122,6 +124,8 @@ def main(argv=None, progress: bool = False) -> int:
     ap.add_argument("--ops", default="reduce_scatter,all_gather,all_reduce,broadcast,all_to_all_single,all_to_all_v")
     ap.add_argument("--retries", type=int, default=2)
     ap.add_argument("--noisy", type=float, default=NOISY)
+    ap.add_argument("--alloc", choices=["torch", "scatterx"], default="torch",
+                    help="who allocates the tensors both libraries get (default torch)")
     ap.add_argument("--markdown", metavar="FILE", help="also write the report (markdown) to FILE")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON (scatterx.bench.results) to FILE")
     args = ap.parse_args(argv)
@@ -180,7 +184,7 @@ def main(argv=None, progress: bool = False) -> int:
     emit(f"float32; sizes {human(min_b)} to {human(max_b)} (x{args.factor}); "
          + (f"{args.iters} timed calls" if args.iters else "20 * sqrt(64 MiB / size) timed calls (20 to 200)")
          + f" per library after {args.warmup} warm-up calls, interleaved, gloo barrier before each; "
-         "time = slowest rank; p50 / p99 over calls")
+         f"time = slowest rank; p50 / p99 over calls; tensors allocated by {args.alloc}")
     emit()
 
     gloo_max = lambda t: dist.all_reduce(t, op=dist.ReduceOp.MAX)  # noqa: E731
@@ -211,16 +215,21 @@ def main(argv=None, progress: bool = False) -> int:
             if flag.item():
                 return time.perf_counter() - t0
 
+    def zeros(*shape):
+        if args.alloc == "scatterx":
+            return scatterx.empty(*shape, dtype=torch.float32).zero_()
+        return torch.zeros(*shape)
+
     def values(n, seed):
         g = torch.Generator().manual_seed(seed)
-        return torch.rand(n, generator=g) * 2 - 1
+        return zeros(n).copy_(torch.rand(n, generator=g) * 2 - 1)
 
     # ---- cases: dict(bytes, count, factor, exact, sx, ref, reset, outputs) ----
     def make(op, size):
         c = dict(op=op, reset=None, impl="gloo", unsupported=None)
         if op == "reduce_scatter":
             n = max(1, size // (4 * ws))
-            inp, out = values(ws * n, 1000 + rank), torch.zeros(n)
+            inp, out = values(ws * n, 1000 + rank), zeros(n)
             c.update(bytes=ws * n * 4, count=n, factor=(ws - 1) / ws, exact=False, out=out,
                      sx=lambda: sxd.reduce_scatter_tensor(out, inp),
                      ref=lambda: dist.reduce_scatter_tensor(out, inp))
@@ -233,7 +242,7 @@ def main(argv=None, progress: bool = False) -> int:
             c["ref_check"] = ref_check
         elif op == "all_gather":
             n = max(1, size // (4 * ws))
-            inp, out = values(n, 2000 + rank), torch.zeros(ws * n)
+            inp, out = values(n, 2000 + rank), zeros(ws * n)
             views = list(out.chunk(ws))
             c.update(bytes=ws * n * 4, count=n, factor=(ws - 1) / ws, exact=True, out=out,
                      sx=lambda: sxd.all_gather_into_tensor(out, inp),
@@ -241,13 +250,13 @@ def main(argv=None, progress: bool = False) -> int:
             c["fallback"] = ("gloo all_gather (list)", lambda: dist.all_gather(views, inp))
         elif op == "all_reduce":
             n = max(1, size // 4)
-            pristine, buf = values(n, 3000 + rank), torch.zeros(n)
+            pristine, buf = values(n, 3000 + rank), zeros(n)
             c.update(bytes=n * 4, count=n, factor=2 * (ws - 1) / ws, exact=False, out=buf,
                      sx=lambda: sxd.all_reduce(buf), ref=lambda: dist.all_reduce(buf),
                      reset=lambda: buf.copy_(pristine))
         elif op == "broadcast":
             n = max(1, size // 4)
-            pristine, buf = values(n, 5000), torch.zeros(n)
+            pristine, buf = values(n, 5000), zeros(n)
 
             def reset():  # the root holds the data; the others' buffers are poisoned for the check
                 buf.copy_(pristine) if rank == 0 else buf.fill_(float("nan"))
@@ -259,7 +268,7 @@ def main(argv=None, progress: bool = False) -> int:
             u = max(1, size // (4 * ROW * units))
             splits = [u * ((rank + j) % ws + 1) for j in range(ws)]  # sent to j = received from j
             rows = sum(splits)
-            inp, out = values(rows * ROW, 4000 + rank).view(rows, ROW), torch.zeros(rows, ROW)
+            inp, out = values(rows * ROW, 4000 + rank).view(rows, ROW), zeros(rows, ROW)
             c.update(bytes=rows * ROW * 4, count=rows * ROW, factor=(ws - 1) / ws, exact=True, out=out,
                      ref=lambda: dist.all_to_all_single(out, inp, splits, splits))
             if op == "all_to_all_single":
