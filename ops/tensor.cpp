@@ -293,16 +293,9 @@ size_t empty_host_cache() { return detail::recycled_release_all(); }
 
 bool host_shareable(const TensorView& view) {
   if (!view.device().is_cpu() || view.numel() == 0) return false;
-  // The span of bytes the view reaches, whatever the signs of its strides.
-  int64_t lowest = 0;
-  int64_t highest = 0;
-  for (int64_t d = 0; d < view.dim(); ++d) {
-    const int64_t reach = (view.size(d) - 1) * view.stride(d) * view.element_size();
-    (reach < 0 ? lowest : highest) += reach;
-  }
-  const char* first = static_cast<const char*>(view.data()) + lowest;
+  const auto [lo, hi] = view.byte_range();
   detail::ShareableRegion region;
-  return detail::shareable_region(first, static_cast<size_t>(highest - lowest + view.element_size()), &region);
+  return detail::shareable_region(lo, static_cast<size_t>(hi - lo), &region);
 }
 
 }  // namespace scatterx

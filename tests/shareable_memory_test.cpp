@@ -35,23 +35,18 @@ bool arena_serves() {
   return true;
 }
 
-bool shareable(const Tensor& t) {
-  detail::ShareableRegion region;
-  return detail::shareable_region(t.data(), static_cast<size_t>(t.numel() * t.element_size()), &region);
-}
-
 TEST(ShareableMemoryTest, OffWhenTheEnvironmentSaysZero) {
   if (!arena_disabled_by_environment()) GTEST_SKIP() << "SCATTERX_SHAREABLE_HOST_BYTES is not 0 here";
   EXPECT_EQ(detail::shareable_allocate(detail::kShareableMinBytes), nullptr);
-  EXPECT_FALSE(shareable(Tensor::empty({int64_t{1} << 18}, DType::Float32)));
+  EXPECT_FALSE(scatterx::host_shareable(Tensor::empty({int64_t{1} << 18}, DType::Float32)));
   EXPECT_EQ(detail::shareable_chunk_bytes(), 0u);
 }
 
 TEST(ShareableMemoryTest, MidSizedTensorsLiveInMemoryFiles) {
   if (!arena_serves()) GTEST_SKIP() << "arena off (AddressSanitizer build or SCATTERX_SHAREABLE_HOST_BYTES=0)";
   // 64 KiB to 8 MiB: shareable; below and above: the ordinary allocator.
-  EXPECT_FALSE(shareable(Tensor::empty({1000}, DType::Float32)));
-  EXPECT_FALSE(shareable(Tensor::empty({int64_t{16} << 20}, DType::UInt8)));
+  EXPECT_FALSE(scatterx::host_shareable(Tensor::empty({1000}, DType::Float32)));
+  EXPECT_FALSE(scatterx::host_shareable(Tensor::empty({int64_t{16} << 20}, DType::UInt8)));
   for (int64_t bytes : {int64_t{64} << 10, (int64_t{100} << 10) + 4, int64_t{1} << 20, int64_t{8} << 20}) {
     Tensor t = Tensor::empty({bytes}, DType::UInt8);
     detail::ShareableRegion region;
@@ -118,7 +113,7 @@ TEST(ShareableMemoryTest, FreedSlotsAreReusedBySizeClass) {
 TEST(ShareableMemoryTest, ForkedChildGetsAPrivateCopy) {
   if (!arena_serves()) GTEST_SKIP() << "arena off (AddressSanitizer build or SCATTERX_SHAREABLE_HOST_BYTES=0)";
   Tensor t = Tensor::empty({int64_t{1} << 16}, DType::Int32);  // 256 KiB
-  ASSERT_TRUE(shareable(t));
+  ASSERT_TRUE(scatterx::host_shareable(t));
   auto* v = static_cast<int32_t*>(t.data());
   for (int64_t i = 0; i < t.numel(); ++i) v[i] = static_cast<int32_t>(i);
   const pid_t pid = fork();
@@ -128,7 +123,7 @@ TEST(ShareableMemoryTest, ForkedChildGetsAPrivateCopy) {
     int bad = 0;
     for (int64_t i = 0; i < t.numel(); ++i) bad += v[i] != static_cast<int32_t>(i);
     for (int64_t i = 0; i < t.numel(); ++i) v[i] = -1;
-    bad += shareable(t) ? 1 : 0;
+    bad += scatterx::host_shareable(t) ? 1 : 0;
     Tensor fresh = Tensor::empty({int64_t{1} << 16}, DType::Int32);  // the child allocates as before
     bad += fresh.data() == nullptr ? 1 : 0;
     _exit(bad == 0 ? 0 : 1);
@@ -140,7 +135,7 @@ TEST(ShareableMemoryTest, ForkedChildGetsAPrivateCopy) {
   int changed = 0;
   for (int64_t i = 0; i < t.numel(); ++i) changed += v[i] != static_cast<int32_t>(i);
   EXPECT_EQ(changed, 0) << "the child's writes reached the parent";
-  EXPECT_TRUE(shareable(t));
+  EXPECT_TRUE(scatterx::host_shareable(t));
 }
 
 }  // namespace

@@ -54,6 +54,8 @@ def _sizes(size, op: str) -> list[int]:
         size = tuple(size[0])  # empty((2, 3)) as well as empty(2, 3), as torch.empty takes both
     if not all(isinstance(d, numbers.Integral) for d in size):
         raise TypeError(f"{op}: expected size to be ints or one sequence of ints, got {size!r}")
+    if any(d < 0 for d in size):
+        raise ValueError(f"{op}: expected non-negative sizes, got {tuple(size)}")
     return [int(d) for d in size]
 
 

@@ -103,15 +103,9 @@ void register_host_cache(nb::module_& m) {
   m.def(
       "empty",
       [](const std::vector<int64_t>& sizes, const std::string& dtype, Framework fw) {
-        const char* op = "empty";
-        SCATTERX_CHECK(sizes.size() <= static_cast<size_t>(scatterx::kMaxDims), ArgumentError, op,
-                       "expected size with at most ", scatterx::kMaxDims, " dimensions, got ", sizes.size());
         scatterx::Shape shape;
-        for (int64_t d : sizes) {
-          SCATTERX_CHECK(d >= 0, ArgumentError, op, "expected non-negative sizes, got ", d);
-          shape.push_back(d);
-        }
-        return to_python(scatterx::Tensor::empty(shape, scatterx::dtype_from_name(dtype, op)), fw);
+        for (int64_t d : sizes) shape.push_back(d);
+        return to_python(scatterx::Tensor::empty(shape, scatterx::dtype_from_name(dtype, "empty")), fw);
       },
       nb::arg("size"), nb::arg("dtype"), nb::arg("framework"),
       "A contiguous uninitialized CPU array of scatterx's memory (scatterx.empty checks the arguments).");
