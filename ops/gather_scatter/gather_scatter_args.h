@@ -27,4 +27,8 @@ struct GatherScatterArgs {
 
 void gather_scatter_cpu(const GatherScatterArgs& args);
 
+// Per-dtype entry points, one explicit instantiation per generated file.
+template <DType D>
+void gather_scatter_cpu_dtype(const GatherScatterArgs& args);
+
 }  // namespace scatterx::detail

@@ -1,5 +1,5 @@
 // Internal: the instantiations the gather_scatter family's kernels take,
-// listed once for both backends (gather_scatter_cpu.cpp, gather_dot.cpp and
+// listed once for both backends (gather_scatter_cpu_impl.h, gather_dot.cpp and
 // their CUDA twins in cuda/): plain C++ templates, so nvcc and the host
 // compiler expand the same lists.
 #pragma once
