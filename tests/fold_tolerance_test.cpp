@@ -74,7 +74,13 @@ FoldBounds bounds_of(const Fold1d& f, const Tensor& expected, Reduce reduce, boo
 template <typename T>
 class FoldToleranceTest : public ::testing::Test {};
 using FoldTypes = ::testing::Types<Half, BFloat16, float>;
-TYPED_TEST_SUITE(FoldToleranceTest, FoldTypes);
+struct FoldTypeNames {
+  template <typename T>
+  static std::string GetName(int) {
+    return sxt::dtype_label(scatterx::dtype_of<T>());
+  }
+};
+TYPED_TEST_SUITE(FoldToleranceTest, FoldTypes, FoldTypeNames);
 
 TYPED_TEST(FoldToleranceTest, AcceptsAnyOrderWithRoundingAtEveryStep) {
   using T = TypeParam;

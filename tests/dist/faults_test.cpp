@@ -116,7 +116,7 @@ TEST_F(FaultsTest, StragglerTimesOutEveryWaitingRank) {
     }
     if (rank() == straggler()) continue;
     const auto start = std::chrono::steady_clock::now();
-    const std::string msg = expect_throws<TimeoutError>([&] { run(c); });
+    const std::string msg = expect_throws<TimeoutError>([&c, &call = run] { call(c); });
     const double elapsed = seconds_since(start);
     EXPECT_GE(elapsed, 0.9 * kTimeout) << name << " raised before the timeout";
     EXPECT_LT(elapsed, kTimeout + kSlack) << name << " raised long after the timeout";
@@ -189,7 +189,7 @@ TEST_F(FaultsTest, StragglerTimesOutInTheSingleCopyPath) {
     dist::all_gather_into_tensor(out, in, c);
     if (rank() == straggler()) continue;
     const auto start = std::chrono::steady_clock::now();
-    const std::string msg = expect_throws<TimeoutError>([&] { run(c); });
+    const std::string msg = expect_throws<TimeoutError>([&c, &call = run] { call(c); });
     const double elapsed = seconds_since(start);
     EXPECT_GE(elapsed, 0.9 * kTimeout) << name << " raised before the timeout";
     EXPECT_LT(elapsed, kTimeout + kSlack) << name << " raised long after the timeout";

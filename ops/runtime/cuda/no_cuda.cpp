@@ -16,8 +16,8 @@ bool is_built() { return false; }
 int device_count() { return 0; }
 void* current_stream() { return nullptr; }
 void set_current_stream(void*) {}
-StreamGuard::StreamGuard(void* stream) : previous_(stream) {}
-StreamGuard::~StreamGuard() = default;
+StreamGuard::StreamGuard(void* stream) : previous_(current_stream()) { set_current_stream(stream); }
+StreamGuard::~StreamGuard() { set_current_stream(previous_); }
 void synchronize() {}
 void set_deterministic(bool) {}
 bool deterministic() { return false; }
