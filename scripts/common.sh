@@ -31,16 +31,16 @@ scatterx_build() {
   cmake --build --preset "$preset" -j "$SCATTERX_JOBS"
 }
 
-# scatterx_python_env [torch] [pyg] [mpi4py]: a virtual environment in
-# build/venv with numpy, pytest, hypothesis, sphinx (the API reference in docs/),
-# matplotlib (test_plot.py draws the benchmark figures) and the scatterx package built from this
-# checkout (pip install .), plus what is asked for and missing:
+# scatterx_python_deps [torch] [pyg] [mpi4py]: a virtual environment in
+# build/venv with numpy, pytest, hypothesis, sphinx (the API reference in docs/)
+# and matplotlib (test_plot.py draws the benchmark figures), plus what is
+# asked for and missing:
 #   torch    a large download; if it fails the torch tests and demos skip
 #            and say so,
 #   pyg      torch_geometric (pure Python; test_pyg.py skips without it),
 #   mpi4py   when MPI is installed (the tests with an mpi4py communicator).
 SCATTERX_VENV="$SCATTERX_ROOT/build/venv"
-scatterx_python_env() {
+scatterx_python_deps() {
   local want=" $* "
   if [ ! -x "$SCATTERX_VENV/bin/python" ]; then
     echo "== python venv ($SCATTERX_VENV)"
@@ -62,6 +62,17 @@ scatterx_python_env() {
     echo "== installing mpi4py (for the scatterx.distributed tests with an mpi4py communicator)"
     "${pip[@]}" install mpi4py || echo "== mpi4py could not be installed: its tests will be skipped"
   fi
+}
+
+# scatterx_python_package: the scatterx package built from this checkout
+# (pip install .) into the environment above.
+scatterx_python_package() {
   echo "== pip install . (the scatterx Python package)"
-  "${pip[@]}" install "$SCATTERX_ROOT"
+  "$SCATTERX_VENV/bin/python" -m pip --disable-pip-version-check -q install "$SCATTERX_ROOT"
+}
+
+# scatterx_python_env [torch] [pyg] [mpi4py]: both of the above.
+scatterx_python_env() {
+  scatterx_python_deps "$@"
+  scatterx_python_package
 }

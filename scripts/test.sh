@@ -3,7 +3,8 @@
 #   1. the Release build's GoogleTest suite (ctest); where nvcc is found the
 #      build includes the CUDA backend for sm_90, whose tests skip without a GPU,
 #   2. the installed package consumed from a separate CMake project,
-#   3. the Python package: pip install . into build/venv, its environment
+#   3. the Python package: pip install . into build/venv (whose third-party
+#      packages, torch among them, install in the background during 1), its environment
 #      report (python -m scatterx.info, which CI logs keep), then pytest
 #      (with matplotlib, so test_plot.py draws every benchmark figure from
 #      a fixture; torch is installed too, so the torch comparisons and autograd
@@ -28,13 +29,23 @@ quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 
 scatterx_install_deps
+prefix=$(mktemp -d)
+deps_pid=""
+trap 'rm -rf "$prefix"; [ -z "$deps_pid" ] || kill "$deps_pid" 2>/dev/null || true' EXIT
+
+# The Python packages install in the background while the C++ build runs:
+# torch is a download of several hundred MB, a network wait that costs the
+# CPU-bound build next to nothing. Its output is shown once it is done.
+mkdir -p "$SCATTERX_ROOT/build"
+deps_log="$SCATTERX_ROOT/build/python_deps.log"
+scatterx_python_deps $([ "${SCATTERX_TORCH:-1}" = 0 ] || echo torch pyg) mpi4py >"$deps_log" 2>&1 &
+deps_pid=$!
+
 scatterx_build release
 echo "== ctest (release)"
 ctest --preset release -j "$SCATTERX_JOBS"
 
 echo "== install + find_package(scatterx) from another project"
-prefix=$(mktemp -d)
-trap 'rm -rf "$prefix"' EXIT
 cmake --install "$SCATTERX_ROOT/build/release" --prefix "$prefix/install" >/dev/null
 cmake -S "$SCATTERX_ROOT/examples/consumer" -B "$prefix/consumer" -DCMAKE_PREFIX_PATH="$prefix/install" >/dev/null
 cmake --build "$prefix/consumer" -j "$SCATTERX_JOBS" >/dev/null
@@ -44,7 +55,16 @@ if [ -x "$prefix/consumer/consumer_dist" ]; then
     timeout 120 mpirun --allow-run-as-root --oversubscribe -n 2 "$prefix/consumer/consumer_dist"
 fi
 
-scatterx_python_env $([ "${SCATTERX_TORCH:-1}" = 0 ] || echo torch pyg) mpi4py
+echo "== python packages (installed in the background during the build; log: build/python_deps.log)"
+if ! wait "$deps_pid"; then
+  deps_pid=""
+  cat "$deps_log"
+  echo "== installing the Python packages failed" >&2
+  exit 1
+fi
+deps_pid=""
+cat "$deps_log"
+scatterx_python_package
 echo "== environment (python -m scatterx.info)"
 "$SCATTERX_VENV/bin/python" -m scatterx.info
 echo "== pytest"

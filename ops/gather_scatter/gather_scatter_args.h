@@ -27,7 +27,8 @@ struct GatherScatterArgs {
 
 void gather_scatter_cpu(const GatherScatterArgs& args);
 
-// Per-dtype entry points, one explicit instantiation per generated file.
+// Per-dtype entry points for the floating dtypes, one explicit
+// instantiation per generated file (ops/CMakeLists.txt).
 template <DType D>
 void gather_scatter_cpu_dtype(const GatherScatterArgs& args);
 

@@ -206,15 +206,13 @@ void run_typed(const GatherScatterArgs& a) {
 
 }  // namespace gather_scatter_cpu_impl
 
-// The kernel for x of dtype D; the other dtypes' combinations compile in
-// their own files (the dispatch's other branches are empty here).
+// The kernel for x of the floating dtype D (gather_scatter_cpu dispatched
+// it); each dtype's combinations compile in a file of their own.
 template <DType D>
 void gather_scatter_cpu_dtype(const GatherScatterArgs& a) {
-  dispatch_gather_scatter(a, [&](auto dtype_tag, auto reduce_tag, auto index_tag, auto weighted) {
-    if constexpr (decltype(dtype_tag)::value == D) {
-      gather_scatter_cpu_impl::run_typed<CppType<D>, decltype(reduce_tag)::value, typename decltype(index_tag)::type,
-                                         decltype(weighted)::value>(a);
-    }
+  dispatch_gather_scatter_for<D>(a, [&](auto, auto reduce_tag, auto index_tag, auto weighted) {
+    gather_scatter_cpu_impl::run_typed<CppType<D>, decltype(reduce_tag)::value, typename decltype(index_tag)::type,
+                                       decltype(weighted)::value>(a);
   });
 }
 

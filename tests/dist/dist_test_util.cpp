@@ -7,6 +7,7 @@
 #include <limits>
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 #include <type_traits>
 
 namespace sxd {
@@ -14,6 +15,18 @@ namespace sxd {
 namespace {
 
 const Communicator* g_world = nullptr;
+
+// f(i, pointer to element i) for every element, i counting in row-major
+// order: one walk of the coordinates, not a division per dimension and
+// element (the helpers below fill and check tensors of millions of elements,
+// which dominated the multi-MiB tests in the sanitizer build).
+template <typename F>
+void for_each_element(const TensorView& view, F&& f) {
+  char* const base = static_cast<char*>(view.data());
+  const int64_t esize = view.element_size();
+  int64_t i = 0;
+  sxt::for_each_coord(view.sizes(), [&](const int64_t* c) { f(i++, base + sxt::element_offset(view, c) * esize); });
+}
 
 char* element_ptr(const TensorView& view, int64_t linear) {
   int64_t offset = 0;
@@ -115,8 +128,13 @@ V get(const TensorView& view, int64_t linear) {
 }
 
 void fill(const TensorView& view, const std::function<V(int64_t)>& f) {
-  const int64_t n = view.numel();
-  for (int64_t i = 0; i < n; ++i) put(view, i, f(i));
+  sxt::visit_dtype(view.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for_each_element(view, [&](int64_t i, char* p) {
+      const T t = from_v<T>(f(i));
+      std::memcpy(p, &t, sizeof(T));
+    });
+  });
 }
 
 Tensor make(const Shape& shape, DType dtype, const std::function<V(int64_t)>& f) {
@@ -251,10 +269,19 @@ V reduce_expected(ReduceOp op, DType dtype, const std::vector<int>& ranks, int64
   return acc;
 }
 
-std::vector<int> iota_ranks(int n) {
-  std::vector<int> r(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) r[static_cast<size_t>(i)] = i;
-  return r;
+const std::vector<int>& iota_ranks(int n) {
+  // built once: the tests call this per element, inside their expected-value
+  // lambdas, where a fresh vector each time was most of a large test's time
+  constexpr int kMaxRanks = 256;
+  static const std::vector<std::vector<int>> lists = [] {
+    std::vector<std::vector<int>> all(kMaxRanks + 1);
+    for (int k = 0; k <= kMaxRanks; ++k) {
+      for (int i = 0; i < k; ++i) all[static_cast<size_t>(k)].push_back(i);
+    }
+    return all;
+  }();
+  if (n < 0 || n > kMaxRanks) throw std::out_of_range("iota_ranks: n=" + std::to_string(n) + " is outside [0, 256]");
+  return lists[static_cast<size_t>(n)];
 }
 
 const std::vector<ReduceOp>& all_reduce_ops() {
@@ -349,13 +376,11 @@ void Buf::take_snapshot() {
 
 ::testing::AssertionResult Buf::unchanged_outside_view() const {
   const int64_t esize = base.element_size();
-  std::vector<bool> covered(snapshot.size(), false);
-  const int64_t n = view.numel();
+  std::vector<unsigned char> covered(snapshot.size(), 0);
   const char* start = static_cast<const char*>(base.data());
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t off = element_ptr(view, i) - start;
-    for (int64_t k = 0; k < esize; ++k) covered[static_cast<size_t>(off + k)] = true;
-  }
+  for_each_element(view, [&](int64_t, char* p) {
+    std::memset(&covered[static_cast<size_t>(p - start)], 1, static_cast<size_t>(esize));
+  });
   const auto* bytes = static_cast<const unsigned char*>(base.data());
   for (size_t k = 0; k < snapshot.size(); ++k) {
     if (!covered[k] && bytes[k] != snapshot[k]) {

@@ -100,7 +100,8 @@ V reduce_expected(ReduceOp op, DType dtype, const std::vector<int>& ranks, int64
 // Whether the contract supports op on dtype (complex: no min/max; bool: no avg).
 bool reduce_supported(ReduceOp op, DType dtype);
 
-std::vector<int> iota_ranks(int n);
+// 0, 1, ..., n-1 (n <= 256), built once per n.
+const std::vector<int>& iota_ranks(int n);
 const std::vector<ReduceOp>& all_reduce_ops();
 std::string op_label(ReduceOp op);
 const std::vector<DType>& test_dtypes();
