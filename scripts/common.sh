@@ -40,27 +40,27 @@ scatterx_build() {
 #   pyg      torch_geometric (pure Python; test_pyg.py skips without it),
 #   mpi4py   when MPI is installed (the tests with an mpi4py communicator).
 SCATTERX_VENV="$SCATTERX_ROOT/build/venv"
+scatterx_pip() { "$SCATTERX_VENV/bin/python" -m pip --disable-pip-version-check -q "$@"; }
 scatterx_python_deps() {
   local want=" $* "
   if [ ! -x "$SCATTERX_VENV/bin/python" ]; then
     echo "== python venv ($SCATTERX_VENV)"
     python3 -m venv "$SCATTERX_VENV"
   fi
-  local pip=("$SCATTERX_VENV/bin/python" -m pip --disable-pip-version-check -q)
   local has=("$SCATTERX_VENV/bin/python" -c)
-  "${pip[@]}" install numpy pytest hypothesis sphinx matplotlib
+  scatterx_pip install numpy pytest hypothesis sphinx matplotlib
   if [[ $want == *" torch "* ]] && ! "${has[@]}" "import torch" 2>/dev/null; then
     echo "== installing torch (for the torch comparisons, autograd and the torch demos)"
-    "${pip[@]}" install torch || echo "== torch could not be installed: its tests and demos will be skipped"
+    scatterx_pip install torch || echo "== torch could not be installed: its tests and demos will be skipped"
   fi
   if [[ $want == *" pyg "* ]] && "${has[@]}" "import torch" 2>/dev/null \
       && ! "${has[@]}" "import torch_geometric" 2>/dev/null; then
     echo "== installing torch_geometric (for tests/python/test_pyg.py: PyG on scatterx.torch_scatter)"
-    "${pip[@]}" install torch_geometric || echo "== torch_geometric could not be installed: test_pyg.py will be skipped"
+    scatterx_pip install torch_geometric || echo "== torch_geometric could not be installed: test_pyg.py will be skipped"
   fi
   if [[ $want == *" mpi4py "* ]] && command -v mpicc >/dev/null && ! "${has[@]}" "import mpi4py" 2>/dev/null; then
     echo "== installing mpi4py (for the scatterx.distributed tests with an mpi4py communicator)"
-    "${pip[@]}" install mpi4py || echo "== mpi4py could not be installed: its tests will be skipped"
+    scatterx_pip install mpi4py || echo "== mpi4py could not be installed: its tests will be skipped"
   fi
 }
 
@@ -68,7 +68,7 @@ scatterx_python_deps() {
 # (pip install .) into the environment above.
 scatterx_python_package() {
   echo "== pip install . (the scatterx Python package)"
-  "$SCATTERX_VENV/bin/python" -m pip --disable-pip-version-check -q install "$SCATTERX_ROOT"
+  scatterx_pip install "$SCATTERX_ROOT"
 }
 
 # scatterx_python_env [torch] [pyg] [mpi4py]: both of the above.

@@ -280,7 +280,9 @@ const std::vector<int>& iota_ranks(int n) {
     }
     return all;
   }();
-  if (n < 0 || n > kMaxRanks) throw std::out_of_range("iota_ranks: n=" + std::to_string(n) + " is outside [0, 256]");
+  if (n < 0 || n > kMaxRanks)
+    throw std::out_of_range("iota_ranks: n=" + std::to_string(n) + " is outside [0, " + std::to_string(kMaxRanks) +
+                            "]");
   return lists[static_cast<size_t>(n)];
 }
 
