@@ -3,7 +3,8 @@
 // on one host (and no more ranks than cores), through the root's slot of the
 // shared segment when it is small
 // (shm_small_broadcast) and straight out of the root's memory when it is
-// large (single_copy.h), else down the binomial tree (binomial_broadcast.h).
+// large (single_copy.h; from 512 KiB the root writes a share into its peers
+// too), else down the binomial tree (binomial_broadcast.h).
 // Sync calls of small tensors skip launch()'s queueing (run_now).
 #include <vector>
 
@@ -46,6 +47,13 @@ bool by_small_slot(Communicator::State& s, Waiter& w, int64_t bytes, const char*
   return s.latency_sized(bytes) && shm_ready(s, w, op) && !s.shm->oversubscribed;
 }
 
+// Whether the root copies a share of a single-copy broadcast
+// (single_copy_broadcast). With more ranks than cores the readers have no
+// core to spare for it.
+bool by_root_share(const Communicator::State& s, int64_t bytes) {
+  return bytes >= kBroadcastPushMinBytes && !s.shm->oversubscribed;
+}
+
 }  // namespace
 
 static Work broadcast_impl(const TensorView& tensor, int root, const Communicator& comm, bool async) {
@@ -75,6 +83,8 @@ static Work broadcast_impl(const TensorView& tensor, int root, const Communicato
       device_broadcast(s, w, tag, route, buf.data(), bytes, root, op);
     else if (by_small_slot(s, w, bytes, op))
       shm_small_broadcast(s, w, buf.data(), bytes, root, op);
+    else if (single_copy_for(s, w, bytes, op) && by_root_share(s, bytes))
+      single_copy_broadcast(s, w, tag, buf.data(), bytes, root, op);
     else if (single_copy_for(s, w, bytes, op))
       broadcast_by_single_copy(s, w, tag, buf.data(), bytes, root, op);
     else

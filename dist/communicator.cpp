@@ -452,15 +452,15 @@ void Waiter::poll(const std::function<bool()>& done, const std::string& what, co
 }
 
 bool Waiter::poll_until_deadline(const std::function<bool()>& done) {
+  // With more ranks than cores a rank that spins on may hold the core its
+  // peer needs for the rest of its time slice (milliseconds): it yields after
+  // every poll once it has waited a little.
+  const bool crowded = state_.shm != nullptr && state_.shm->oversubscribed;
+  const uint64_t patience = crowded ? kSpinsBeforeYieldOversubscribed : kSpinsBeforeYield;
   for (uint64_t spins = 0;; ++spins) {
     if (done()) return true;
-    if ((spins & 255) == 255) {
-      if (std::chrono::steady_clock::now() > deadline_) return false;
-      // Spinning keeps latency low; past a few thousand spins the peer is
-      // not about to answer, so let another thread (maybe a rank on this
-      // core) run.
-      if (spins > 4096) std::this_thread::yield();
-    }
+    if (spins >= patience && (crowded || (spins & 255) == 255)) std::this_thread::yield();
+    if ((spins & 255) == 255 && std::chrono::steady_clock::now() > deadline_) return false;
   }
 }
 

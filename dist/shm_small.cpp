@@ -17,12 +17,6 @@ namespace scatterx::dist {
 
 namespace {
 
-// Polls of the peers' call numbers before each further poll yields the
-// core: a peer that is running arrives within microseconds, while with more
-// ranks than cores the late peer may be waiting for this very core.
-constexpr uint64_t kSpinsBeforeYield = 2048;
-constexpr uint64_t kSpinsBeforeYieldOversubscribed = 16;
-
 // Slots from this size on are written with non-temporal stores, unless
 // SCATTERX_DIST_SHM_STREAM says otherwise. The peers read a slot right after
 // it was written; on the project's 2-vCPU VM (cores that share no cache)

@@ -172,7 +172,6 @@ bool map_segment(Communicator::State& s, Waiter& w, SetupMessages& m, const char
     t.arrived[static_cast<size_t>(q)] = reinterpret_cast<std::atomic<uint64_t>*>(area);
     t.small_slots[static_cast<size_t>(q)] = area + kCallNumberBytes;
   }
-  t.oversubscribed = s.size > sysconf(_SC_NPROCESSORS_ONLN);
   return true;
 }
 
@@ -210,6 +209,7 @@ bool ranks_on_one_host(Communicator::State& s, Waiter& w, const char* op) {
     (void)m.release();  // see SetupMessages
     throw;
   }
+  t.oversubscribed = t.one_host > 0 && s.size > sysconf(_SC_NPROCESSORS_ONLN);
   return t.one_host > 0;
 }
 

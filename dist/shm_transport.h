@@ -21,6 +21,12 @@ namespace scatterx::dist {
 // Below this block size the point-to-point ring is as fast.
 constexpr int64_t kShmMinBlockBytes = int64_t{64} << 10;
 
+// Polls of a peer (a call number, an MPI request) before each further poll
+// yields the core: a peer that is running answers within microseconds, while
+// with more ranks than cores the late peer may be waiting for this very core.
+constexpr uint64_t kSpinsBeforeYield = 2048;
+constexpr uint64_t kSpinsBeforeYieldOversubscribed = 16;
+
 // A communicator's staging segment, as this rank sees it
 // (Communicator::State::shm).
 struct ShmTransport {
@@ -43,8 +49,11 @@ struct ShmTransport {
   std::vector<std::atomic<uint64_t>*> arrived;
   std::vector<char*> small_slots;
   int64_t small_slot_bytes = 0;
-  uint64_t small_calls = 0;     // this rank's calls of the latency path so far
-  bool oversubscribed = false;  // more ranks than the host has CPUs online
+  uint64_t small_calls = 0;  // this rank's calls of the latency path so far
+  // Every rank on this host, more ranks than it has CPUs online (set with
+  // one_host): a waiting rank yields soon, since the peer it waits for may
+  // need its core (kSpinsBeforeYieldOversubscribed).
+  bool oversubscribed = false;
   char* small_slot(int rank, uint64_t call) const {
     return small_slots[static_cast<size_t>(rank)] + static_cast<int64_t>(call % 2) * small_slot_bytes;
   }

@@ -24,20 +24,28 @@ namespace scatterx::dist {
 
 namespace {
 
-// Copies `bytes` at `address` in process `pid` into `into`; "" on success,
-// else why not. process_vm_readv may move fewer bytes than asked (it stops
-// at about 2 GiB, or at a page it cannot pin), so it loops.
-std::string read_peer(int64_t pid, uint64_t address, char* into, int64_t bytes) {
+// Copies `bytes` between `local` in this process and `address` in process
+// `pid`: out of the peer with process_vm_readv, or into it with
+// process_vm_writev when `into_peer`; "" on success, else why not. Either may
+// move fewer bytes than asked (it stops at about 2 GiB, or at a page it
+// cannot pin), so it loops.
+std::string copy_with_peer(int64_t pid, uint64_t address, char* local, int64_t bytes, bool into_peer) {
   int64_t done = 0;
   while (done < bytes) {
-    iovec local{into + done, static_cast<size_t>(bytes - done)};
-    iovec remote{reinterpret_cast<void*>(address + static_cast<uint64_t>(done)), static_cast<size_t>(bytes - done)};
-    const ssize_t n = process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0);
+    iovec here{local + done, static_cast<size_t>(bytes - done)};
+    iovec there{reinterpret_cast<void*>(address + static_cast<uint64_t>(done)), static_cast<size_t>(bytes - done)};
+    const auto peer = static_cast<pid_t>(pid);
+    const ssize_t n =
+        into_peer ? process_vm_writev(peer, &here, 1, &there, 1, 0) : process_vm_readv(peer, &here, 1, &there, 1, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return n < 0 ? std::strerror(errno) : "no bytes moved";
     done += n;
   }
   return "";
+}
+
+std::string read_peer(int64_t pid, uint64_t address, char* into, int64_t bytes) {
+  return copy_with_peer(pid, address, into, bytes, false);
 }
 
 // Peers' memory files mapped read-only, by (pid, inode): a pid reused by a
@@ -149,6 +157,38 @@ std::string single_copy_read(const SingleCopyRecord& r, int64_t at, char* into, 
     return "";
   }
   return read_peer(r.pid, r.address + static_cast<uint64_t>(at), into, bytes);
+}
+
+std::string single_copy_write(const SingleCopyRecord& r, int64_t at, const char* from, int64_t bytes) {
+  // The record came from a peer: write nowhere outside the range it names.
+  if (at < 0 || bytes < 0 || at > r.bytes || bytes > r.bytes - at)
+    return detail::concat("bytes [", at, ", ", at + bytes, ") lie outside the peer's ", r.bytes);
+  // process_vm_writev only reads `from`.
+  return copy_with_peer(r.pid, r.address + static_cast<uint64_t>(at), const_cast<char*>(from), bytes, true);
+}
+
+void on_each_arrival(Waiter& w, std::vector<MPI_Request>& pending, const std::function<void(int)>& arrived,
+                     std::vector<MPI_Request>& reqs, std::vector<int>& peers, const char* op) {
+  size_t left = 0;
+  for (MPI_Request r : pending) left += r != MPI_REQUEST_NULL;
+  const bool all = w.poll_until_deadline([&] {
+    for (size_t p = 0; p < pending.size(); ++p) {
+      if (pending[p] == MPI_REQUEST_NULL) continue;
+      int done = 0;
+      check_mpi(MPI_Test(&pending[p], &done, MPI_STATUS_IGNORE), op, "MPI_Test");
+      if (!done) continue;
+      --left;
+      arrived(static_cast<int>(p));
+    }
+    return left == 0;
+  });
+  if (all) return;
+  for (size_t p = 0; p < pending.size(); ++p) {
+    if (pending[p] == MPI_REQUEST_NULL) continue;
+    reqs.push_back(pending[p]);
+    peers.push_back(static_cast<int>(p));
+    pending[p] = MPI_REQUEST_NULL;
+  }
 }
 
 bool single_copy_ready(Communicator::State& s, Waiter& w, const char* op) {

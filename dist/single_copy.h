@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,34 @@ const char* single_copy_view(const SingleCopyRecord& r, int64_t at, int64_t byte
 // Copies those bytes into `into`, by that view or else process_vm_readv: ""
 // on success, else why not.
 std::string single_copy_read(const SingleCopyRecord& r, int64_t at, char* into, int64_t bytes);
+
+// Copies `bytes` from `from` into the record's message at `at`, with
+// process_vm_writev (a peer's memory file is mapped read-only): "" on
+// success, else why not. The range must lie inside the record's bytes.
+std::string single_copy_write(const SingleCopyRecord& r, int64_t at, const char* from, int64_t bytes);
+
+// Tests each request of `pending` (by peer; MPI_REQUEST_NULL where none)
+// and calls arrived(p) once for each that completes, until all have or the
+// deadline passed; those still pending then move to `reqs` with their peers
+// in `peers`, so that the caller's wait_all names the ranks that had not come.
+void on_each_arrival(Waiter& w, std::vector<MPI_Request>& pending, const std::function<void(int)>& arrived,
+                     std::vector<MPI_Request>& reqs, std::vector<int>& peers, const char* op);
+
+// Broadcasts from this size on, when there are no more ranks than cores, go
+// by single_copy_broadcast: the root's core copies a share too.
+constexpr int64_t kBroadcastPushMinBytes = int64_t{512} << 10;
+
+// broadcast of `bytes` at `buf` from `root`, every rank on one host and
+// single_copy_ready. A single-copy broadcast whose root only waits leaves a
+// core idle: here the root writes the last 1/ws of every peer's buffer
+// (process_vm_writev) while each peer reads the rest out of the root's
+// (unless the root's buffer is shareable: then the peers read it all). Four
+// small messages per pair: the root's record, the peer's, the root's "pushed"
+// (how many bytes it wrote: a peer whose write failed reads them itself),
+// the peer's "done". A peer whose size differs gets nothing written and
+// every rank involved raises MismatchError.
+void single_copy_broadcast(Communicator::State& s, Waiter& w, int tag, char* buf, int64_t bytes, int root,
+                           const char* op);
 
 // all_reduce of the contiguous `data` split into `blocks` (elements), every
 // rank on one host and single_copy_ready. The ranks swap their tensors'

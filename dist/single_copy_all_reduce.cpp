@@ -100,32 +100,17 @@ void copy_reduced_blocks(Communicator::State& s, Waiter& w, int tag, AllReduceMe
     post_recv(&m.note, 0, p, tag + kShmFreeTagOffset, s.comm, reqs, op);
     peers.resize(reqs.size(), p);
   }
-  int left = s.size - 1;
-  auto copy_arrived = [&] {
-    for (int p = 0; p < s.size; ++p) {
-      MPI_Request& req = reduced[static_cast<size_t>(p)];
-      if (req == MPI_REQUEST_NULL) continue;
-      int arrived = 0;
-      check_mpi(MPI_Test(&req, &arrived, MPI_STATUS_IGNORE), op, "MPI_Test");
-      if (!arrived) continue;
-      --left;
-      const size_t b = static_cast<size_t>(p);
-      const std::string why =
-          single_copy_read(m.theirs[b], blocks.offset[b] * es, data + blocks.offset[b] * es, blocks.length[b] * es);
-      if (!why.empty() && error.empty()) error = detail::concat(op, ": reading rank ", p, "'s block failed: ", why);
-      post_send(&m.note, 0, p, tag + kShmFreeTagOffset, s.comm, reqs, op);
-      peers.resize(reqs.size(), p);
-    }
-    return left == 0;
-  };
-  if (!w.poll_until_deadline(copy_arrived)) {
-    // Past the deadline: the wait below names whose notes had not come.
-    for (int p = 0; p < s.size; ++p) {
-      if (reduced[static_cast<size_t>(p)] == MPI_REQUEST_NULL) continue;
-      reqs.push_back(reduced[static_cast<size_t>(p)]);
-      peers.push_back(p);
-    }
-  }
+  on_each_arrival(
+      w, reduced,
+      [&](int p) {
+        const size_t b = static_cast<size_t>(p);
+        const std::string why =
+            single_copy_read(m.theirs[b], blocks.offset[b] * es, data + blocks.offset[b] * es, blocks.length[b] * es);
+        if (!why.empty() && error.empty()) error = detail::concat(op, ": reading rank ", p, "'s block failed: ", why);
+        post_send(&m.note, 0, p, tag + kShmFreeTagOffset, s.comm, reqs, op);
+        peers.resize(reqs.size(), p);
+      },
+      reqs, peers, op);
   w.wait_all(reqs, peers, "the reduced blocks");
 }
 

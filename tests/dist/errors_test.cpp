@@ -10,6 +10,7 @@
 // a rank whose local check fails still takes part, so its peers raise too
 // instead of waiting.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "ops/cuda.h"
+#include "ops/runtime/knobs.h"
 #include "tests/dist/dist_test_util.h"
 
 namespace sxd {
@@ -484,6 +486,42 @@ TEST_F(MismatchTest, BroadcastShapeDisagrees) {
   Tensor t = Tensor::zeros({rank() == 0 ? 6 : 8}, DType::Int16);
   const std::string msg = expect_throws<MismatchError>([&] { dist::broadcast(t, 0, c); });
   EXPECT_TRUE(mentions(msg, {"broadcast"}));
+  expect_usable(c);
+}
+
+// Without the checks, a single-copy broadcast of 1 MiB where rank 1's tensor
+// is larger: rank 1 raises, nothing is written into it, and where the root
+// writes a share into its peers (no more ranks than cores, one host) the
+// root raises too, having written into no peer whose size differs.
+TEST_F(MismatchTest, BroadcastSizesDisagreeWithoutChecks) {
+  SXD_REQUIRE_WS2();
+  Communicator c = dedicated(false);
+  // Only the single-copy paths compare sizes without the checks (elsewhere
+  // the ranks would wait for messages that never come). A large all-gather
+  // settles the path, alike on every rank.
+  Tensor block = Tensor::zeros({int64_t{1} << 16}, DType::Int32);
+  Tensor gathered = Tensor::zeros({ws() * block.numel()}, DType::Int32);
+  dist::all_gather_into_tensor(gathered, block, c);
+  if (!c.single_copy_path().value_or(false) ||
+      scatterx::detail::knob_choice(scatterx::detail::Knob::DistEmulateDevice) != "off")
+    GTEST_SKIP() << "the broadcast does not go by single copy here";
+  const int64_t n = (int64_t{1} << 18) + (rank() == 1 ? 4096 : 0);
+  std::vector<int32_t> foreign(static_cast<size_t>(n), -7);  // the root shares only from foreign memory
+  TensorView t(foreign.data(), DType::Int32, {n});
+  if (rank() == 0) fill(t, [](int64_t i) { return V{static_cast<double>(i)}; });
+  std::string msg;
+  try {
+    dist::broadcast(t, 0, c);
+  } catch (const MismatchError& e) {
+    msg = e.what();
+  }
+  if (rank() == 1) {
+    EXPECT_TRUE(mentions(msg, {"broadcast", "1048576", "1064960"})) << msg;
+    EXPECT_TRUE(holds(t, [](int64_t) { return V{-7}; })) << "rank 1's tensor was written";
+  }
+  if (rank() == 0 && c.single_copy_path().value_or(false) && ws() <= sysconf(_SC_NPROCESSORS_ONLN)) {
+    EXPECT_TRUE(mentions(msg, {"broadcast", "rank 1", "1064960", "1048576"})) << msg;
+  }
   expect_usable(c);
 }
 

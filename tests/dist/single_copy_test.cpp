@@ -209,6 +209,46 @@ TEST_F(SingleCopyTest, BroadcastFromEveryRoot) {
   });
 }
 
+// Broadcasts of 512 KiB and more, where there are no more ranks than cores:
+// the root writes the last 1/ws of each peer's buffer unless its own lies in
+// shareable memory (dist/single_copy_broadcast.cpp). Roots and peers in
+// foreign memory (a vector's, as numpy's or torch's would be) and in
+// tensors, lengths that split into no whole pages, and a tensor beyond the
+// shareable arena (12 MiB); a foreign buffer's guard elements after the
+// message stay untouched.
+TEST_F(SingleCopyTest, BroadcastWithTheRootsShare) {
+  constexpr int64_t kGuard = 1024;
+  both_paths([&](const Communicator& c, bool on) {
+    for (int64_t n : {(int64_t{512} << 10) / 4, (int64_t{1} << 20) + 5, (int64_t{3} << 20) + 7}) {
+      for (int root = 0; root < ws(); ++root) {
+        for (bool foreign : {true, false}) {
+          const std::string what = std::to_string(n) + " elements from " + std::to_string(root) +
+                                   (foreign ? " in foreign memory" : " in a tensor") +
+                                   ", single_copy=" + std::to_string(on);
+          std::vector<int32_t> vec;
+          Tensor tensor;
+          TensorView t;
+          if (foreign) {
+            vec.assign(static_cast<size_t>(n + kGuard), -7);
+            t = TensorView(vec.data(), DType::Int32, {n});
+          } else {
+            tensor = Tensor::empty({n}, DType::Int32);
+            t = tensor;
+          }
+          fill(t, [&](int64_t i) { return value(rank(), i); });
+          dist::broadcast(t, root, c);
+          EXPECT_TRUE(holds(t, [&](int64_t i) { return value(root, i); })) << what;
+          for (size_t i = static_cast<size_t>(n); i < vec.size(); ++i) {
+            if (vec[i] == -7) continue;
+            ADD_FAILURE() << what << ": guard element " << i - static_cast<size_t>(n) << " overwritten";
+            break;
+          }
+        }
+      }
+    }
+  });
+}
+
 // Queued collectives of every kind, waited for together: each keeps its
 // inputs until its own peers are done reading them.
 TEST_F(SingleCopyTest, AsyncQueue) {

@@ -35,9 +35,14 @@ busbw = algbw * (ws - 1) / ws (all-reduce: 2 (ws - 1) / ws); GB = 1e9 bytes; rat
 busbw at the medians.
 
 Method: per op and size, --warmup untimed calls of each, then they alternate (scatterx, gloo, ...) for
---iters timed calls each (default 20 * sqrt(64 MiB / size), clamped to [20, 200]), a gloo barrier before
-every timed call; a call's time is the slowest rank's (gloo all_reduce MAX of the per-rank times at the end);
-p50 and p99 over the calls. "other CPU": the share of the machine that other processes used while the op and
+--iters timed calls each (default 20 * sqrt(64 MiB / size), clamped to [20, 200]). With --timing call (the
+default) a gloo barrier precedes every timed call and each call is a sample; with --timing loop (nccl-tests'
+method) a gloo barrier precedes --batch calls back to back and their mean time is a sample (iters / batch
+samples, at least 5). A sample's time is the slowest rank's (gloo all_reduce MAX of the per-rank times at the
+end); p50 and p99 over the samples. A rank leaves gloo's barrier when the scheduler wakes it, and the call's
+time on the first rank out includes the wait for the last: with more ranks than cores that skew is hundreds
+of microseconds (a 1 KiB call's time shows it), paid once per call by --timing call, once per batch by loop.
+"other CPU": the share of the machine that other processes used while the op and
 size ran (/proc/stat, minus the ranks' own CPU time); above --noisy the block is run again (--retries times at
 most, after waiting up to 30 s for a quiet second) and the quietest attempt is kept.
 
@@ -122,6 +127,9 @@ def main(argv=None, progress: bool = False) -> int:
     ap.add_argument("--iters", type=int, default=0, help="timed calls per library (0: by size, 20 to 200)")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--ops", default="reduce_scatter,all_gather,all_reduce,broadcast,all_to_all_single,all_to_all_v")
+    ap.add_argument("--timing", choices=["call", "loop"], default="call",
+                    help="call: a barrier before each timed call; loop: --batch calls back to back per barrier")
+    ap.add_argument("--batch", type=int, default=10, help="calls per sample with --timing loop (default 10)")
     ap.add_argument("--retries", type=int, default=2)
     ap.add_argument("--noisy", type=float, default=NOISY)
     ap.add_argument("--alloc", choices=["torch", "scatterx"], default="torch",
@@ -132,8 +140,9 @@ def main(argv=None, progress: bool = False) -> int:
     min_b, max_b = parse_bytes(args.min_bytes), parse_bytes(args.max_bytes)
     ops = [o for o in args.ops.split(",") if o]
     known = {"reduce_scatter", "all_gather", "all_reduce", "broadcast", "all_to_all_single", "all_to_all_v"}
-    if not ops or set(ops) - known or min_b < 1 or max_b < min_b or args.factor < 2:
-        ap.error(f"--ops must name some of {sorted(known)}; need 0 < --min-bytes <= --max-bytes, --factor >= 2")
+    if not ops or set(ops) - known or min_b < 1 or max_b < min_b or args.factor < 2 or args.batch < 1:
+        ap.error(f"--ops must name some of {sorted(known)}; need 0 < --min-bytes <= --max-bytes, --factor >= 2, "
+                 "--batch >= 1")
 
     rank = env_int("OMPI_COMM_WORLD_RANK", "PMI_RANK", "RANK", default=0)
     ws = env_int("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "WORLD_SIZE", default=1)
@@ -183,8 +192,11 @@ def main(argv=None, progress: bool = False) -> int:
          f"torch threads {torch.get_num_threads()}, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '(unset)')}")
     emit(f"float32; sizes {human(min_b)} to {human(max_b)} (x{args.factor}); "
          + (f"{args.iters} timed calls" if args.iters else "20 * sqrt(64 MiB / size) timed calls (20 to 200)")
-         + f" per library after {args.warmup} warm-up calls, interleaved, gloo barrier before each; "
-         f"time = slowest rank; p50 / p99 over calls; tensors allocated by {args.alloc}")
+         + f" per library after {args.warmup} warm-up calls, interleaved, "
+         + ("gloo barrier before each; time = slowest rank; p50 / p99 over calls" if args.timing == "call" else
+            f"gloo barrier before each {args.batch} back to back (nccl-tests' timing); time = slowest rank's "
+            "mean; p50 / p99 over batches")
+         + f"; tensors allocated by {args.alloc}")
     emit()
 
     gloo_max = lambda t: dist.all_reduce(t, op=dist.ReduceOp.MAX)  # noqa: E731
@@ -376,8 +388,10 @@ def main(argv=None, progress: bool = False) -> int:
                         if c["reset"]:
                             c["reset"]()
                         fn()
-                t = torch.zeros(2, iters, dtype=torch.float64)
-                for i in range(iters):
+                batch = 1 if args.timing == "call" else args.batch
+                samples = iters if batch == 1 else max(5, iters // batch)
+                t = torch.zeros(2, samples, dtype=torch.float64)
+                for i in range(samples):
                     for k, fn in enumerate((c["sx"], c["ref"])):
                         if fn is None:
                             continue
@@ -385,8 +399,9 @@ def main(argv=None, progress: bool = False) -> int:
                             c["reset"]()
                         dist.barrier()
                         t0 = time.perf_counter()
-                        fn()
-                        t[k, i] = time.perf_counter() - t0
+                        for _ in range(batch):
+                            fn()
+                        t[k, i] = (time.perf_counter() - t0) / batch
                 if c["reset"]:
                     c["reset"]()
                 gloo_max(t)
