@@ -26,7 +26,7 @@ struct BroadcastMessages {
 // share (a multiple of 4 KiB), so that the root and every peer copy about as
 // much.
 // None when the root's buffer lies in shareable memory: the peers' memcpy
-// out of its mapping outruns the kernel's copy (2 ranks, 4 MiB: 107 us
+// out of its mapping outruns the kernel's copy (2 ranks, 4 MiB: 114 us
 // reading it all against 167 us sharing it with the root's writes).
 int64_t root_share(const SingleCopyRecord& root, int64_t bytes, int ws) {
   return root.fd >= 0 ? 0 : bytes / ws / 4096 * 4096;
