@@ -48,10 +48,10 @@ bool by_small_slot(Communicator::State& s, Waiter& w, int64_t bytes, const char*
 }
 
 // Whether the root copies a share of a single-copy broadcast
-// (single_copy_broadcast). With more ranks than cores the readers have no
-// core to spare for it.
+// (single_copy_broadcast; by default where there are no more ranks than
+// cores, see single_copy_ready).
 bool by_root_share(const Communicator::State& s, int64_t bytes) {
-  return bytes >= kBroadcastPushMinBytes && !s.shm->oversubscribed;
+  return bytes >= kBroadcastPushMinBytes && s.broadcast_root_share;
 }
 
 }  // namespace

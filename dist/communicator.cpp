@@ -164,18 +164,20 @@ std::string validation_error(const CommunicatorOptions& r, const char* op) {
 
 // Every rank of `comm` learns whether the others' settings are valid and
 // agree on what decides the messages (chunk_bytes, shared_memory, checks,
-// single_copy and all_reduce's latency threshold), and raises if not:
+// single_copy, all_reduce's latency threshold and the broadcast's root
+// share), and raises if not:
 // ArgumentError on a rank whose own settings are
 // invalid, MismatchError on the others, so that no rank is left waiting in
 // a later collective that its peers never join.
-void agree_on_settings(MPI_Comm comm, const CommunicatorOptions& r, int64_t allreduce_small_bytes,
+void agree_on_settings(MPI_Comm comm, const CommunicatorOptions& r, int64_t allreduce_small_bytes, int64_t root_share,
                        const std::string& error, const char* op) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  constexpr int kFields = 6;
-  const int64_t mine[kFields] = {error.empty() ? 1 : 0, *r.chunk_bytes,         *r.shared_memory ? 1 : 0,
-                                 *r.checks ? 1 : 0,     *r.single_copy ? 1 : 0, allreduce_small_bytes};
+  constexpr int kFields = 7;
+  const int64_t mine[kFields] = {
+      error.empty() ? 1 : 0, *r.chunk_bytes, *r.shared_memory ? 1 : 0, *r.checks ? 1 : 0, *r.single_copy ? 1 : 0,
+      allreduce_small_bytes, root_share};
   std::vector<int64_t> all(static_cast<size_t>(kFields * size));
   check_mpi(MPI_Allgather(mine, kFields, MPI_INT64_T, all.data(), kFields, MPI_INT64_T, comm), op, "MPI_Allgather");
   if (!error.empty()) throw ArgumentError(error);
@@ -184,7 +186,8 @@ void agree_on_settings(MPI_Comm comm, const CommunicatorOptions& r, int64_t allr
                                 "options.shared_memory",
                                 "options.checks",
                                 "options.single_copy",
-                                "SCATTERX_DIST_ALLREDUCE_SMALL_BYTES"};
+                                "SCATTERX_DIST_ALLREDUCE_SMALL_BYTES",
+                                "SCATTERX_DIST_BROADCAST_ROOT_SHARE (0 never, 1 always, 2 auto)"};
   for (int p = 0; p < size; ++p) {
     const int64_t* theirs = &all[static_cast<size_t>(kFields * p)];
     if (theirs[0] == 0) detail::raise<MismatchError>(op, "rank ", p, "'s options are invalid (it raised why)");
@@ -204,18 +207,22 @@ std::shared_ptr<Communicator::State> adopt(MPI_Comm owned, const CommunicatorOpt
   // in agree_on_settings, so that a bad variable on one rank raises on all.
   CommunicatorOptions settings;
   int64_t allreduce_small_bytes = 0;
+  int64_t root_share = 2;
   std::string error;
   try {
     settings = resolve(options, inherited);
     error = validation_error(settings, op);
     allreduce_small_bytes = detail::knob_bytes(detail::Knob::DistAllReduceSmallBytes);
+    const std::string share = detail::knob_choice(detail::Knob::DistBroadcastRootShare);
+    root_share = share == "auto" ? 2 : share == "1" ? 1 : 0;
   } catch (const Error& e) {
     error = e.what();
     settings = CommunicatorOptions{std::chrono::duration<double>(1), false, 1, false, false};
   }
   auto state = std::make_shared<Communicator::State>(owned, threaded_mpi(), settings);
   state->allreduce_small_bytes = allreduce_small_bytes;
-  agree_on_settings(owned, settings, allreduce_small_bytes, error, op);
+  state->broadcast_root_share_setting = static_cast<int>(root_share);
+  agree_on_settings(owned, settings, allreduce_small_bytes, root_share, error, op);
   std::lock_guard<std::mutex> lock(registry_mutex());
   auto& r = registry();
   r.erase(std::remove_if(r.begin(), r.end(), [](const auto& w) { return w.expired(); }), r.end());

@@ -104,6 +104,13 @@ struct Communicator::State {
   // -1 not usable (single_copy_ready).
   bool single_copy = false;
   int single_copy_state = 0;
+  // Whether single-copy broadcasts have the root write a share into every
+  // peer (single_copy_broadcast): SCATTERX_DIST_BROADCAST_ROOT_SHARE (0
+  // never, 1 always, 2 where the host has no more ranks than cores; read
+  // and agreed when the communicator is made), decided when
+  // single_copy_ready first says yes.
+  int broadcast_root_share_setting = 2;
+  bool broadcast_root_share = false;
   // Every rank calls collectives in the same order, so this counter agrees
   // across ranks; each collective's messages carry a tag made from it.
   uint32_t sequence = 0;

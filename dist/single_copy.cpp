@@ -196,6 +196,10 @@ bool single_copy_ready(Communicator::State& s, Waiter& w, const char* op) {
   // The option agrees across ranks (agree_on_settings) and so does the host
   // verdict, so every rank takes the same branches here.
   const bool ready = s.single_copy && s.size > 1 && ranks_on_one_host(s, w, op) && probe_reads(s, w, op);
+  // With more ranks than cores the readers have no core to spare for the
+  // root's share. Every rank is on this host, so all see the same.
+  const int share = s.broadcast_root_share_setting;
+  s.broadcast_root_share = ready && (share == 1 || (share == 2 && !s.shm->oversubscribed));
   s.single_copy_state = ready ? 1 : -1;
   return ready;
 }

@@ -36,7 +36,7 @@ constexpr int64_t kSingleCopyMinBytes = int64_t{64} << 10;
 // name, shm_transport.h) and every rank could read a probe word out of every
 // peer (a container that forbids ptrace answers EPERM). Collective the first
 // time, so only called where every rank calls it; the verdict is agreed,
-// alike on every rank, and kept.
+// alike on every rank, and kept, and so is broadcast_root_share.
 bool single_copy_ready(Communicator::State& s, Waiter& w, const char* op);
 
 // Whether a collective whose messages are all `bytes` long (an all-gather's
@@ -88,8 +88,9 @@ std::string single_copy_write(const SingleCopyRecord& r, int64_t at, const char*
 void on_each_arrival(Waiter& w, std::vector<MPI_Request>& pending, const std::function<void(int)>& arrived,
                      std::vector<MPI_Request>& reqs, std::vector<int>& peers, const char* op);
 
-// Broadcasts from this size on, when there are no more ranks than cores, go
-// by single_copy_broadcast: the root's core copies a share too.
+// Broadcasts from this size on, when there are no more ranks than cores
+// (SCATTERX_DIST_BROADCAST_ROOT_SHARE), go by single_copy_broadcast: the
+// root's core copies a share too.
 constexpr int64_t kBroadcastPushMinBytes = int64_t{512} << 10;
 
 // broadcast of `bytes` at `buf` from `root`, every rank on one host and

@@ -41,7 +41,7 @@ std::string read(const KnobSpec& spec) {
 TEST(Knobs, EveryDefaultIsValidAndEmptyMeansDefault) {
   int count = 0;
   const KnobSpec* knobs = all_knobs(&count);
-  ASSERT_EQ(count, 14);
+  ASSERT_EQ(count, 15);
   for (int i = 0; i < count; ++i) {
     SCOPED_TRACE(knobs[i].variable);
     EXPECT_EQ(static_cast<int>(knobs[i].knob), i);
@@ -100,6 +100,8 @@ TEST(Knobs, BadValuesRaiseNamingTheVariableAndTheValue) {
       {"SCATTERX_CPU_ISA", "avx512", Knob::CpuIsa, "SCATTERX_CPU_ISA: expected one of auto, baseline, got 'avx512'"},
       {"SCATTERX_DIST_SHM_STREAM", "yes", Knob::DistShmStream,
        "SCATTERX_DIST_SHM_STREAM: expected one of auto, 0, 1, got 'yes'"},
+      {"SCATTERX_DIST_BROADCAST_ROOT_SHARE", "on", Knob::DistBroadcastRootShare,
+       "SCATTERX_DIST_BROADCAST_ROOT_SHARE: expected one of auto, 0, 1, got 'on'"},
   };
   for (const Case& c : cases) {
     ScopedEnv env(c.variable, c.value);

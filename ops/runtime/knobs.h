@@ -46,6 +46,9 @@ enum class KnobKind {
   X(DistSingleCopy, "SCATTERX_DIST_SINGLE_COPY", Flag, "1", 0, 0, "", false,                                        \
     "all-gathers, all-to-alls and broadcasts read large messages straight out of the peers' memory when every "     \
     "rank is on one host (default of the single_copy option)")                                                      \
+  X(DistBroadcastRootShare, "SCATTERX_DIST_BROADCAST_ROOT_SHARE", Choice, "auto", 0, 0, "auto|0|1", false,          \
+    "single-copy broadcasts of 512 KiB or more: the root writes a share into every peer while they read the rest; " \
+    "auto where a host has no more ranks than cores, 0 never, 1 always (agreed by the ranks)")                      \
   X(DistShmStream, "SCATTERX_DIST_SHM_STREAM", Choice, "auto", 0, 0, "auto|0|1", false,                             \
     "shared-memory slots written with non-temporal stores: auto while plain copies are slow, 0 never, 1 always")    \
   X(DistCudaAware, "SCATTERX_DIST_CUDA_AWARE", Flag, "1", 0, 0, "", false,                                          \

@@ -491,7 +491,7 @@ TEST_F(MismatchTest, BroadcastShapeDisagrees) {
 
 // Without the checks, a single-copy broadcast of 1 MiB where rank 1's tensor
 // is larger: rank 1 raises, nothing is written into it, and where the root
-// writes a share into its peers (no more ranks than cores, one host) the
+// writes a share into its peers (SCATTERX_DIST_BROADCAST_ROOT_SHARE) the
 // root raises too, having written into no peer whose size differs.
 TEST_F(MismatchTest, BroadcastSizesDisagreeWithoutChecks) {
   SXD_REQUIRE_WS2();
@@ -519,7 +519,8 @@ TEST_F(MismatchTest, BroadcastSizesDisagreeWithoutChecks) {
     EXPECT_TRUE(mentions(msg, {"broadcast", "1048576", "1064960"})) << msg;
     EXPECT_TRUE(holds(t, [](int64_t) { return V{-7}; })) << "rank 1's tensor was written";
   }
-  if (rank() == 0 && c.single_copy_path().value_or(false) && ws() <= sysconf(_SC_NPROCESSORS_ONLN)) {
+  const std::string share = scatterx::detail::knob_choice(scatterx::detail::Knob::DistBroadcastRootShare);
+  if (rank() == 0 && (share == "1" || (share == "auto" && ws() <= sysconf(_SC_NPROCESSORS_ONLN)))) {
     EXPECT_TRUE(mentions(msg, {"broadcast", "rank 1", "1064960", "1048576"})) << msg;
   }
   expect_usable(c);

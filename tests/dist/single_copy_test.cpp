@@ -209,22 +209,26 @@ TEST_F(SingleCopyTest, BroadcastFromEveryRoot) {
   });
 }
 
-// Broadcasts of 512 KiB and more, where there are no more ranks than cores:
-// the root writes the last 1/ws of each peer's buffer unless its own lies in
-// shareable memory (dist/single_copy_broadcast.cpp). Roots and peers in
-// foreign memory (a vector's, as numpy's or torch's would be) and in
-// tensors, lengths that split into no whole pages, and a tensor beyond the
-// shareable arena (12 MiB); a foreign buffer's guard elements after the
-// message stay untouched.
-TEST_F(SingleCopyTest, BroadcastWithTheRootsShare) {
+// Broadcasts of 512 KiB and more with SCATTERX_DIST_BROADCAST_ROOT_SHARE 1
+// and 0: the root writes the last 1/ws of each peer's buffer unless its own
+// lies in shareable memory (dist/single_copy_broadcast.cpp), or the peers
+// read it all. Roots and peers in foreign memory (a vector's, as numpy's or
+// torch's would be) and in tensors, lengths that split into no whole pages,
+// and a tensor beyond the shareable arena (12 MiB); a foreign buffer's
+// guard elements after the message stay untouched.
+TEST_F(SingleCopyTest, BroadcastWithAndWithoutTheRootsShare) {
   constexpr int64_t kGuard = 1024;
-  both_paths([&](const Communicator& c, bool on) {
+  for (const char* share : {"1", "0"}) {
+    // Read when the communicator is made.
+    const Communicator c = [&] {
+      sxt::ScopedEnv env("SCATTERX_DIST_BROADCAST_ROOT_SHARE", share);
+      return comm().split(0, rank());
+    }();
     for (int64_t n : {(int64_t{512} << 10) / 4, (int64_t{1} << 20) + 5, (int64_t{3} << 20) + 7}) {
       for (int root = 0; root < ws(); ++root) {
         for (bool foreign : {true, false}) {
           const std::string what = std::to_string(n) + " elements from " + std::to_string(root) +
-                                   (foreign ? " in foreign memory" : " in a tensor") +
-                                   ", single_copy=" + std::to_string(on);
+                                   (foreign ? " in foreign memory" : " in a tensor") + ", root share " + share;
           std::vector<int32_t> vec;
           Tensor tensor;
           TensorView t;
@@ -246,7 +250,16 @@ TEST_F(SingleCopyTest, BroadcastWithTheRootsShare) {
         }
       }
     }
-  });
+  }
+}
+
+// Ranks that disagree on the root's share would take different protocols:
+// making the communicator raises MismatchError on every rank instead.
+TEST_F(SingleCopyTest, RootShareMustAgreeAcrossRanks) {
+  SXD_REQUIRE_WS2();
+  sxt::ScopedEnv env("SCATTERX_DIST_BROADCAST_ROOT_SHARE", rank() == 0 ? "0" : "auto");
+  const std::string msg = expect_throws<MismatchError>([&] { (void)comm().split(0, rank()); });
+  EXPECT_TRUE(mentions(msg, {"SCATTERX_DIST_BROADCAST_ROOT_SHARE"})) << msg;
 }
 
 // Queued collectives of every kind, waited for together: each keeps its
