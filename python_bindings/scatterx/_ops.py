@@ -61,6 +61,22 @@ def _is_torch(x) -> bool:
     return torch is not None and isinstance(x, torch.Tensor)
 
 
+def _exported(x):
+    """What the extension is handed for ``x``: a CPU torch tensor as the DLPack capsule of
+    ``torch.utils.dlpack.to_dlpack`` (0.3 us, where ``Tensor.__dlpack__``'s Python-level checks take 2.2 us in
+    torch 2.15: most of a small collective's time), a list element by element, anything else as it is. CUDA
+    tensors keep ``__dlpack__``, whose stream argument orders them. ``x`` is what ``_raw`` returned (detached,
+    values as stored); the capsule holds the tensor alive until the extension takes it."""
+    torch = _torch()
+    if torch is None:
+        return x
+    if isinstance(x, torch.Tensor):
+        return torch.utils.dlpack.to_dlpack(x) if x.is_cpu else x
+    if isinstance(x, list):
+        return [_exported(e) for e in x]
+    return x
+
+
 def _is_cupy(x) -> bool:
     cupy = sys.modules.get("cupy")
     return cupy is not None and isinstance(x, cupy.ndarray)

@@ -16,7 +16,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .._ops import _framework, _is_torch, _raw, _writable
+from .._ops import _exported, _framework, _is_torch, _raw, _writable
 from ._groups import (
     Array,
     DistTimeoutError,
@@ -163,6 +163,7 @@ class _Call:
         """Calls the extension's collective ``fn`` (default: ``op``) on ``args`` and the communicator: at
         once, or as ``fn_async`` whose Work holds ``keep`` (the caller's arrays) alive until it completes."""
         fn = fn or self.op
+        args = tuple(_exported(a) for a in args)
         if async_op:
             return Work(getattr(_dist, fn + "_async")(*args, self.comm), keep)
         getattr(_dist, fn)(*args, self.comm)
@@ -304,5 +305,5 @@ def all_to_all_v(input: Array, send_splits: Sequence[int], group: GroupLike = No
         raise ValueError(f"{name}: expected a group this rank is a member of, got one without it")
     inp = _raw(input, name, "input")
     splits = _splits(send_splits, name, "send_splits")
-    output, recv_splits = _dist.all_to_all_v(inp, splits, pg._live_comm(name), _framework(input))
+    output, recv_splits = _dist.all_to_all_v(_exported(inp), splits, pg._live_comm(name), _framework(input))
     return output, list(recv_splits)
