@@ -135,6 +135,16 @@ def _writable(x, op: str, name: str):
     return _raw(x, op, name)
 
 
+def _arg(x, op: str, name: str):
+    """An array argument as the extension takes it, for one call: ``_raw``, then ``_exported``."""
+    return _exported(_raw(x, op, name))
+
+
+def _out(x, op: str, name: str):
+    """An array the extension writes into, for one call: ``_writable``, then ``_exported``."""
+    return _exported(_writable(x, op, name))
+
+
 def _no_grad_support(op: str, *arrays) -> None:
     if _needs_grad(*arrays):
         raise TypeError(
@@ -177,9 +187,9 @@ def gather(input: Array, dim: int, index: Array, *, sparse_grad: bool = False, o
         return sx_torch.gather(input, dim, index)
     if out is not None:
         _no_grad_support("gather", input, out)
-        _C.gather_out(_writable(out, "gather", "out"), _raw(input, "gather", "input"), dim, _raw(index, "gather", "index"))
+        _C.gather_out(_out(out, "gather", "out"), _arg(input, "gather", "input"), dim, _arg(index, "gather", "index"))
         return out
-    return _C.gather(_raw(input, "gather", "input"), dim, _raw(index, "gather", "index"), _framework(input))
+    return _C.gather(_arg(input, "gather", "input"), dim, _arg(index, "gather", "index"), _framework(input))
 
 
 def index_select(input: Array, dim: int, index: Array, *, out: Optional[Array] = None) -> Array:
@@ -197,9 +207,9 @@ def index_select(input: Array, dim: int, index: Array, *, out: Optional[Array] =
     op = "index_select"
     if out is not None:
         _no_grad_support(op, input, out)
-        _C.index_select_out(_writable(out, op, "out"), _raw(input, op, "input"), dim, _raw(index, op, "index"))
+        _C.index_select_out(_out(out, op, "out"), _arg(input, op, "input"), dim, _arg(index, op, "index"))
         return out
-    return _C.index_select(_raw(input, op, "input"), dim, _raw(index, op, "index"), _framework(input))
+    return _C.index_select(_arg(input, op, "input"), dim, _arg(index, op, "index"), _framework(input))
 
 
 # ---- scatter --------------------------------------------------------------------------------------------
@@ -217,14 +227,14 @@ def _scatter(in_place: bool, input, dim, index, src, value, reduce):
         raise TypeError(f"{op}: expected reduce to be None, 'add' or 'multiply', got {reduce!r}")
     _no_grad_support(op, input, src)
     reduce_name = "none" if reduce is None else reduce
-    self_ = _writable(input, op, "input") if in_place else _raw(input, op, "input")
+    self_ = _out(input, op, "input") if in_place else _arg(input, op, "input")
     if src is None:
         if not _is_scalar(value):
             raise TypeError(f"{op}: expected value to be a Python number, got {type(value).__name__}")
-        result = _C.scatter_value(self_, dim, _raw(index, op, "index"), _scalar(value), reduce_name, in_place,
+        result = _C.scatter_value(self_, dim, _arg(index, op, "index"), _scalar(value), reduce_name, in_place,
                                   _framework(input))
     else:
-        result = _C.scatter("scatter", self_, dim, _raw(index, op, "index"), _raw(src, op, "src"), reduce_name, True,
+        result = _C.scatter("scatter", self_, dim, _arg(index, op, "index"), _arg(src, op, "src"), reduce_name, True,
                             in_place, _framework(input))
     return input if in_place else result
 
@@ -264,8 +274,8 @@ def _scatter_reduce(kind, in_place, input, dim, index, src, reduce, include_self
         from . import torch as sx_torch
         return sx_torch.scatter_reduce(input, dim, index, src, reduce, include_self=include_self, in_place=in_place)
     _no_grad_support(op, input, src)
-    self_ = _writable(input, op, "input") if in_place else _raw(input, op, "input")
-    result = _C.scatter(kind, self_, dim, _raw(index, op, "index"), _raw(src, op, "src"), reduce,
+    self_ = _out(input, op, "input") if in_place else _arg(input, op, "input")
+    result = _C.scatter(kind, self_, dim, _arg(index, op, "index"), _arg(src, op, "src"), reduce,
                         include_self, in_place, _framework(input))
     return input if in_place else result
 
@@ -326,8 +336,8 @@ def _index_add(in_place, input, dim, index, source, alpha):
         from . import torch as sx_torch
         return sx_torch.index_add(input, dim, index, source, alpha=alpha, in_place=in_place)
     _no_grad_support(op, input, source)
-    self_ = _writable(input, op, "input") if in_place else _raw(input, op, "input")
-    result = _C.index_add(self_, dim, _raw(index, op, "index"), _raw(source, op, "source"),
+    self_ = _out(input, op, "input") if in_place else _arg(input, op, "input")
+    result = _C.index_add(self_, dim, _arg(index, op, "index"), _arg(source, op, "source"),
                           _scalar(alpha), in_place, _framework(input))
     return input if in_place else result
 
@@ -360,9 +370,9 @@ def _index_add_weighted(in_place, input, dim, index, source, weights):
         from . import torch as sx_torch
         return sx_torch.index_add_weighted(input, dim, index, source, weights, in_place=in_place)
     _no_grad_support(op, input, source, weights)
-    self_ = _writable(input, op, "input") if in_place else _raw(input, op, "input")
-    result = _C.index_add_weighted(self_, dim, _raw(index, op, "index"), _raw(source, op, "source"),
-                                   _raw(weights, op, "weights"), in_place, _framework(input))
+    self_ = _out(input, op, "input") if in_place else _arg(input, op, "input")
+    result = _C.index_add_weighted(self_, dim, _arg(index, op, "index"), _arg(source, op, "source"),
+                                   _arg(weights, op, "weights"), in_place, _framework(input))
     return input if in_place else result
 
 
@@ -394,8 +404,8 @@ def _index_reduce(in_place, input, dim, index, source, reduce, include_self):
         from . import torch as sx_torch
         return sx_torch.index_reduce(input, dim, index, source, reduce, include_self=include_self, in_place=in_place)
     _no_grad_support(op, input, source)
-    self_ = _writable(input, op, "input") if in_place else _raw(input, op, "input")
-    result = _C.index_reduce(self_, dim, _raw(index, op, "index"), _raw(source, op, "source"),
+    self_ = _out(input, op, "input") if in_place else _arg(input, op, "input")
+    result = _C.index_reduce(self_, dim, _arg(index, op, "index"), _arg(source, op, "source"),
                              reduce, include_self, in_place, _framework(input))
     return input if in_place else result
 
@@ -446,12 +456,12 @@ def gather_scatter(x: Array, src_index: Array, dst_index: Array, reduce: str = "
     if _needs_grad(x, edge_weight):
         from . import torch as sx_torch
         return sx_torch.gather_scatter(x, src_index, dst_index, reduce, edge_weight=edge_weight, dim_size=dim_size)
-    weight = None if edge_weight is None else _raw(edge_weight, op, "edge_weight")
+    weight = None if edge_weight is None else _arg(edge_weight, op, "edge_weight")
     if isinstance(dst_index, IndexPlan):
         dst_index.check_dim_size(op, dim_size)
-        return _C.gather_scatter_planned(_raw(x, op, "x"), _raw(src_index, op, "src_index"), dst_index._plan,
+        return _C.gather_scatter_planned(_arg(x, op, "x"), _arg(src_index, op, "src_index"), dst_index._plan,
                                          reduce, weight, _framework(x))
-    return _C.gather_scatter(_raw(x, op, "x"), _raw(src_index, op, "src_index"), _raw(dst_index, op, "dst_index"),
+    return _C.gather_scatter(_arg(x, op, "x"), _arg(src_index, op, "src_index"), _arg(dst_index, op, "dst_index"),
                              reduce, weight, -1 if dim_size is None else int(dim_size), _framework(x))
 
 
@@ -468,5 +478,5 @@ def gather_dot(a: Array, a_index: Array, b: Array, b_index: Array) -> Array:
     devices), TypeError (dtypes).
     """
     op = "gather_dot"
-    return _C.gather_dot(_raw(a, op, "a"), _raw(a_index, op, "a_index"), _raw(b, op, "b"),
-                         _raw(b_index, op, "b_index"), _framework(a))
+    return _C.gather_dot(_arg(a, op, "a"), _arg(a_index, op, "a_index"), _arg(b, op, "b"),
+                         _arg(b_index, op, "b_index"), _framework(a))
