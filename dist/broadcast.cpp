@@ -83,12 +83,12 @@ static Work broadcast_impl(const TensorView& tensor, int root, const Communicato
       device_broadcast(s, w, tag, route, buf.data(), bytes, root, op);
     else if (by_small_slot(s, w, bytes, op))
       shm_small_broadcast(s, w, buf.data(), bytes, root, op);
-    else if (single_copy_for(s, w, bytes, op) && by_root_share(s, bytes))
-      single_copy_broadcast(s, w, tag, buf.data(), bytes, root, op);
-    else if (single_copy_for(s, w, bytes, op))
-      broadcast_by_single_copy(s, w, tag, buf.data(), bytes, root, op);
-    else
+    else if (!single_copy_for(s, w, bytes, op))
       binomial_broadcast(s, w, tag, buf.data(), bytes, root, op);
+    else if (by_root_share(s, bytes))
+      single_copy_broadcast(s, w, tag, buf.data(), bytes, root, op);
+    else
+      broadcast_by_single_copy(s, w, tag, buf.data(), bytes, root, op);
     if (s.rank != root) buf.commit();
   };
   auto small = [&] {

@@ -48,6 +48,11 @@ std::string read_peer(int64_t pid, uint64_t address, char* into, int64_t bytes) 
   return copy_with_peer(pid, address, into, bytes, false);
 }
 
+// Whether bytes [at, at + bytes) lie inside the message a peer's record names.
+bool inside_record(const SingleCopyRecord& r, int64_t at, int64_t bytes) {
+  return at >= 0 && bytes >= 0 && at <= r.bytes && bytes <= r.bytes - at;
+}
+
 // Peers' memory files mapped read-only, by (pid, inode): a pid reused by a
 // later process has other inodes. Never unmapped, so a read never races an
 // unmapping; a failed mapping is kept as nullptr and not tried again.
@@ -144,7 +149,7 @@ SingleCopyRecord single_copy_record(const char* data, int64_t bytes) {
 
 const char* single_copy_view(const SingleCopyRecord& r, int64_t at, int64_t bytes) {
   // The record came from a peer: check that the range lies in its file.
-  if (r.fd < 0 || at < 0 || bytes < 0 || at > r.bytes || bytes > r.bytes - at || r.offset > r.file_bytes ||
+  if (r.fd < 0 || !inside_record(r, at, bytes) || r.offset > r.file_bytes ||
       static_cast<uint64_t>(r.bytes) > r.file_bytes - r.offset)
     return nullptr;
   const char* file = map_peer_file(r.pid, r.fd, r.inode, r.file_bytes);
@@ -161,7 +166,7 @@ std::string single_copy_read(const SingleCopyRecord& r, int64_t at, char* into, 
 
 std::string single_copy_write(const SingleCopyRecord& r, int64_t at, const char* from, int64_t bytes) {
   // The record came from a peer: write nowhere outside the range it names.
-  if (at < 0 || bytes < 0 || at > r.bytes || bytes > r.bytes - at)
+  if (!inside_record(r, at, bytes))
     return detail::concat("bytes [", at, ", ", at + bytes, ") lie outside the peer's ", r.bytes);
   // process_vm_writev only reads `from`.
   return copy_with_peer(r.pid, r.address + static_cast<uint64_t>(at), const_cast<char*>(from), bytes, true);
@@ -206,9 +211,14 @@ bool single_copy_ready(Communicator::State& s, Waiter& w, const char* op) {
 
 SingleCopyExchange::SingleCopyExchange(Communicator::State& s, int tag, const char* op, std::vector<MPI_Request>& reqs,
                                        std::vector<int>& peers)
-    : s_(s), tag_(tag), op_(op), reqs_(reqs), peers_(peers) {
+    : s_(s),
+      tag_(tag),
+      op_(op),
+      reqs_(reqs),
+      peers_(peers),
+      incoming_(static_cast<size_t>(s.size)),
+      records_(static_cast<size_t>(s.size), MPI_REQUEST_NULL) {
   offered_.reserve(static_cast<size_t>(s.size));
-  incoming_.reserve(static_cast<size_t>(s.size));
 }
 
 void SingleCopyExchange::offer(int p, const char* data, int64_t bytes) {
@@ -220,44 +230,34 @@ void SingleCopyExchange::offer(int p, const char* data, int64_t bytes) {
 }
 
 void SingleCopyExchange::expect(int p, char* into, int64_t bytes) {
-  incoming_.push_back({p, into, bytes, MPI_REQUEST_NULL, {}});
-  Incoming& in = incoming_.back();
-  check_mpi(MPI_Irecv(&in.record, sizeof(SingleCopyRecord), MPI_BYTE, p, tag_, s_.comm, &in.request), op_, "MPI_Irecv");
+  Incoming& in = incoming_[static_cast<size_t>(p)];
+  in.into = into;
+  in.bytes = bytes;
+  check_mpi(
+      MPI_Irecv(&in.record, sizeof(SingleCopyRecord), MPI_BYTE, p, tag_, s_.comm, &records_[static_cast<size_t>(p)]),
+      op_, "MPI_Irecv");
 }
 
 void SingleCopyExchange::read_all(Waiter& w) {
-  size_t left = incoming_.size();
-  auto read_arrived = [&] {
-    for (Incoming& in : incoming_) {
-      if (in.request == MPI_REQUEST_NULL) continue;
-      int arrived = 0;
-      check_mpi(MPI_Test(&in.request, &arrived, MPI_STATUS_IGNORE), op_, "MPI_Test");
-      if (!arrived) continue;
-      --left;
-      if (in.record.bytes != in.bytes) {
-        if (error_.empty())
-          error_ = detail::concat(op_, ": rank ", in.peer, " sends ", in.record.bytes, " bytes to rank ", s_.rank,
-                                  ", which expects ", in.bytes);
-        mismatch_ = true;
-      } else {
-        const std::string why = single_copy_read(in.record, 0, in.into, in.bytes);
-        if (!why.empty() && error_.empty())
-          error_ = detail::concat(op_, ": reading ", in.bytes, " bytes out of rank ", in.peer,
-                                  " (process_vm_readv) failed: ", why);
-      }
-      post_send(&note_, 0, in.peer, tag_ + kShmFreeTagOffset, s_.comm, reqs_, op_);
-      peers_.resize(reqs_.size(), in.peer);
-    }
-    return left == 0;
-  };
-  if (w.poll_until_deadline(read_arrived)) return;
-  // Past the deadline: the caller's wait names whom the records came from.
-  for (Incoming& in : incoming_) {
-    if (in.request == MPI_REQUEST_NULL) continue;
-    reqs_.push_back(in.request);
-    peers_.push_back(in.peer);
-    in.request = MPI_REQUEST_NULL;
-  }
+  on_each_arrival(
+      w, records_,
+      [&](int p) {
+        const Incoming& in = incoming_[static_cast<size_t>(p)];
+        if (in.record.bytes != in.bytes) {
+          if (error_.empty())
+            error_ = detail::concat(op_, ": rank ", p, " sends ", in.record.bytes, " bytes to rank ", s_.rank,
+                                    ", which expects ", in.bytes);
+          mismatch_ = true;
+        } else {
+          const std::string why = single_copy_read(in.record, 0, in.into, in.bytes);
+          if (!why.empty() && error_.empty())
+            error_ = detail::concat(op_, ": reading ", in.bytes, " bytes out of rank ", p,
+                                    " (process_vm_readv) failed: ", why);
+        }
+        post_send(&note_, 0, p, tag_ + kShmFreeTagOffset, s_.comm, reqs_, op_);
+        peers_.resize(reqs_.size(), p);
+      },
+      reqs_, peers_, op_);
 }
 
 void SingleCopyExchange::raise_if_failed() const {

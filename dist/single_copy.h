@@ -128,7 +128,7 @@ class SingleCopyExchange {
 
   // To peer p: where `bytes` at `data` lie; p's "done" is awaited.
   void offer(int p, const char* data, int64_t bytes);
-  // From peer p: `bytes` into `into`, read by read_all.
+  // From peer p (once per exchange): `bytes` into `into`, read by read_all.
   void expect(int p, char* into, int64_t bytes);
   // Reads each expected peer's bytes as its record arrives and tells it
   // "done". Past the deadline it returns with the records still missing
@@ -140,10 +140,8 @@ class SingleCopyExchange {
 
  private:
   struct Incoming {
-    int peer;
-    char* into;
-    int64_t bytes;
-    MPI_Request request;
+    char* into = nullptr;
+    int64_t bytes = 0;
     SingleCopyRecord record;
   };
   Communicator::State& s_;
@@ -152,7 +150,8 @@ class SingleCopyExchange {
   std::vector<MPI_Request>& reqs_;
   std::vector<int>& peers_;
   std::vector<SingleCopyRecord> offered_;  // reserved for every peer: stable addresses
-  std::vector<Incoming> incoming_;         // likewise
+  std::vector<Incoming> incoming_;         // by peer, sized once: likewise
+  std::vector<MPI_Request> records_;       // by peer: the receive of its record, if expected
   char note_ = 0;
   std::string error_;
   bool mismatch_ = false;
