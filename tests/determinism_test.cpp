@@ -7,9 +7,11 @@
 
 #include <cstring>
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "ops/runtime/parallel.h"
 #include "tests/op_checks.h"
 #include "tests/reference.h"
 
@@ -178,13 +180,24 @@ TEST_P(ParallelTest, MediumShapesUnderThreeThreads) {
     Buf src = random_buf({200, 400}, p.dtype, kContiguous, rng, values);
     check_scatter(form, p.reduce, p.include_self, 0, self, index, &src, Scalar());
   }
-  {
-    SCOPED_TRACE("broadcast index, rows of 300, dim 1 of 3-d");
-    Buf self = random_buf({3, 40, 300}, p.dtype, kContiguous, rng, values);
-    Buf narrow = index_buf({1, 400, 1}, i, kContiguous, rng, 0, 39);
-    narrow.view = narrow.view.expand({3, 400, 300});
-    Buf src = random_buf({3, 400, 300}, p.dtype, kContiguous, rng, values);
-    check_scatter(form, p.reduce, p.include_self, 1, self, narrow, &src, Scalar());
+  // Broadcast indices (one value per slice along dim): rows of 300 with 360K folds (grouped); a 50-row slab
+  // with 128K folds in two outer slabs (inside run_direct_rows' caps); a slab past its slab cap (grouped).
+  struct Broadcast {
+    const char* what;
+    scatterx::Shape self, src;
+    int64_t dim;
+  };
+  for (const Broadcast& b : {Broadcast{"rows of 300, dim 1 of 3-d", {3, 40, 300}, {3, 400, 300}, 1},
+                             Broadcast{"direct rows, dim 1 of 3-d", {2, 50, 64}, {2, 1000, 64}, 1},
+                             Broadcast{"a slab past the direct rows' cap", {5000, 64}, {300, 64}, 0}}) {
+    SCOPED_TRACE(std::string("broadcast index, ") + b.what);
+    Buf self = random_buf(b.self, p.dtype, kContiguous, rng, values);
+    std::vector<int64_t> narrow_shape(static_cast<size_t>(b.src.size()), 1);
+    narrow_shape[static_cast<size_t>(b.dim)] = b.src[b.dim];
+    Buf narrow = index_buf(scatterx::Shape(narrow_shape), i, kContiguous, rng, 0, b.self[b.dim] - 1);
+    narrow.view = narrow.view.expand(b.src);
+    Buf src = random_buf(b.src, p.dtype, kContiguous, rng, values);
+    check_scatter(form, p.reduce, p.include_self, b.dim, self, narrow, &src, Scalar());
   }
   {
     SCOPED_TRACE("1-d");
@@ -264,6 +277,32 @@ TEST(ConcurrencyTest, CallsFromInsideAParallelRegion) {
     results[t] = scatterx::scatter_reduce(selves[t].view, 0, indices[t].view, srcs[t].view, Reduce::Mean, false);
   }
   for (int t = 0; t < kThreads; ++t) EXPECT_TRUE(same_values(results[t], expected[t])) << "thread " << t;
+}
+
+// for_each_piece, under the pieces the sorts and checks are cut into: every
+// piece once at any thread count; one thread runs them in order on the
+// calling thread, outside any OpenMP region (the point of the helper).
+TEST(ForEachPieceTest, EveryPieceOnceAndOneThreadInline) {
+  for (int nthreads : {1, 2, 3, 4}) {
+    for (int64_t pieces : {0, 1, 2, 5, 9}) {
+      std::vector<int> visits(static_cast<size_t>(pieces), 0);
+      std::vector<int64_t> order;
+      bool inside_region = false;
+      scatterx::detail::for_each_piece(pieces, nthreads, [&](int64_t p) {
+#pragma omp atomic
+        visits[static_cast<size_t>(p)]++;
+        if (nthreads == 1) {
+          order.push_back(p);
+          inside_region = inside_region || omp_get_level() > 0;  // counts one-thread regions too
+        }
+      });
+      for (int64_t p = 0; p < pieces; ++p) EXPECT_EQ(visits[p], 1) << nthreads << " threads, piece " << p;
+      if (nthreads == 1) {
+        EXPECT_FALSE(inside_region);
+        for (int64_t p = 0; p < pieces; ++p) EXPECT_EQ(order[p], p);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -179,8 +179,7 @@ double check_index_bounds(const char* op, const TensorView& index, int64_t dim, 
     int64_t lo = std::numeric_limits<int64_t>::max();
     int64_t hi = std::numeric_limits<int64_t>::min();
     const int nthreads = threads_for(nrows * inner, 1 << 16);
-#pragma omp parallel for num_threads(nthreads) schedule(static) reduction(min : lo) reduction(max : hi)
-    for (int64_t p = 0; p < pieces; ++p) {
+    auto scan = [&](int64_t p, int64_t& low, int64_t& high) {
       int64_t off[1];
       rows.offsets(p / pieces_per_row, off);
       const int64_t begin = (p % pieces_per_row) * kPiece;
@@ -199,8 +198,14 @@ double check_index_bounds(const char* op, const TensorView& index, int64_t dim, 
           piece_hi = std::max(piece_hi, row[j * inner_stride]);
         }
       }
-      lo = std::min<int64_t>(lo, piece_lo);
-      hi = std::max<int64_t>(hi, piece_hi);
+      low = std::min<int64_t>(low, piece_lo);
+      high = std::max<int64_t>(high, piece_hi);
+    };
+    if (nthreads <= 1) {  // inline: see for_each_piece
+      for (int64_t p = 0; p < pieces; ++p) scan(p, lo, hi);
+    } else {
+#pragma omp parallel for num_threads(nthreads) schedule(static) reduction(min : lo) reduction(max : hi)
+      for (int64_t p = 0; p < pieces; ++p) scan(p, lo, hi);
     }
     if (lo < 0 || hi >= bound) raise_first_bad_index<I>(op, index, dim, bound);
   });

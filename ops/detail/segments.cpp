@@ -46,13 +46,12 @@ uint64_t* radix_sort_high_bits(uint64_t* data, uint64_t* scratch, int64_t n, int
   uint64_t* to = scratch;
   for (int pass = 0; pass < passes; ++pass) {
     const int shift = 32 + pass * width;
-#pragma omp parallel for num_threads(nthreads) schedule(static, 1)
-    for (int64_t p = 0; p < pieces; ++p) {
+    for_each_piece(pieces, nthreads, [&](int64_t p) {
       const Piece piece = piece_of(p, pieces, n);
       int64_t* hist = histograms.data() + p * buckets;
       std::fill(hist, hist + buckets, 0);
       for (int64_t i = piece.begin; i < piece.end; ++i) ++hist[(from[i] >> shift) & mask];
-    }
+    });
     // bucket-major, piece-minor offsets keep the sort stable
     int64_t running = 0;
     for (int64_t b = 0; b < buckets; ++b) {
@@ -63,12 +62,11 @@ uint64_t* radix_sort_high_bits(uint64_t* data, uint64_t* scratch, int64_t n, int
         running += c;
       }
     }
-#pragma omp parallel for num_threads(nthreads) schedule(static, 1)
-    for (int64_t p = 0; p < pieces; ++p) {
+    for_each_piece(pieces, nthreads, [&](int64_t p) {
       const Piece piece = piece_of(p, pieces, n);
       int64_t* hist = histograms.data() + p * buckets;
       for (int64_t i = piece.begin; i < piece.end; ++i) to[hist[(from[i] >> shift) & mask]++] = from[i];
-    }
+    });
     std::swap(from, to);
   }
   return from;
@@ -82,8 +80,7 @@ void extract_groups(int64_t n, const Target& target_of, const Position& position
   auto starts_group = [&](int64_t i) { return i == 0 || target_of(i) != target_of(i - 1); };
   std::vector<int64_t> first_group(static_cast<size_t>(pieces) + 1, 0);
   groups.order = Buffer<int64_t>(n);
-#pragma omp parallel for num_threads(nthreads) schedule(static, 1)
-  for (int64_t p = 0; p < pieces; ++p) {
+  for_each_piece(pieces, nthreads, [&](int64_t p) {
     const Piece piece = piece_of(p, pieces, n);
     int64_t local = 0;
     for (int64_t i = piece.begin; i < piece.end; ++i) {
@@ -91,14 +88,13 @@ void extract_groups(int64_t n, const Target& target_of, const Position& position
       groups.order[i] = position_of(i);
     }
     first_group[p + 1] = local;
-  }
+  });
   for (int64_t p = 0; p < pieces; ++p) first_group[p + 1] += first_group[p];
   groups.num_groups = first_group[pieces];
   groups.target = Buffer<int64_t>(groups.num_groups);
   groups.offsets = Buffer<int64_t>(groups.num_groups + 1);
   groups.offsets[groups.num_groups] = n;
-#pragma omp parallel for num_threads(nthreads) schedule(static, 1)
-  for (int64_t p = 0; p < pieces; ++p) {
+  for_each_piece(pieces, nthreads, [&](int64_t p) {
     const Piece piece = piece_of(p, pieces, n);
     int64_t g = first_group[p];
     for (int64_t i = piece.begin; i < piece.end; ++i) {
@@ -108,7 +104,7 @@ void extract_groups(int64_t n, const Target& target_of, const Position& position
         ++g;
       }
     }
-  }
+  });
 }
 
 }  // namespace

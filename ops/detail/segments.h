@@ -51,12 +51,11 @@ void counting_sort_unsorted(const I* values, int64_t stride, int64_t count, int6
   Buffer<Counter> histograms(pieces * num_targets);
   offsets = Buffer<int64_t>(num_targets + 1);
   auto piece_begin = [&](int64_t p) { return std::min(count, p * ((count + pieces - 1) / pieces)); };
-#pragma omp parallel for num_threads(static_cast <int>(pieces)) schedule(static, 1)
-  for (int64_t p = 0; p < pieces; ++p) {
+  for_each_piece(pieces, static_cast<int>(pieces), [&](int64_t p) {
     Counter* hist = histograms.data() + p * num_targets;
     std::fill(hist, hist + num_targets, Counter{0});
     for (int64_t i = piece_begin(p); i < piece_begin(p + 1); ++i) ++hist[values[i * stride]];
-  }
+  });
   int64_t running = 0;
   for (int64_t t = 0; t < num_targets; ++t) {
     offsets[t] = running;
@@ -68,12 +67,11 @@ void counting_sort_unsorted(const I* values, int64_t stride, int64_t count, int6
     }
   }
   offsets[num_targets] = running;
-#pragma omp parallel for num_threads(static_cast <int>(pieces)) schedule(static, 1)
-  for (int64_t p = 0; p < pieces; ++p) {
+  for_each_piece(pieces, static_cast<int>(pieces), [&](int64_t p) {
     Counter* next = histograms.data() + p * num_targets;
     for (int64_t i = piece_begin(p); i < piece_begin(p + 1); ++i)
       place(i, static_cast<int64_t>(next[values[i * stride]]++));
-  }
+  });
 }
 
 // The counting sort of the dense grouping, with the placement left to the

@@ -1,9 +1,12 @@
 // CPU scatter kernels, templated on (element type, index type, reduce).
 // Included only by the generated per-dtype instantiation files.
 //
-// Three strategies, all producing exactly the fold that reduce_ops.h
-// defines (each destination folded by one thread, in index order), so the
-// choice never changes a bit of the result:
+// The strategies all produce the fold that reduce_ops.h defines (each
+// destination folded by one thread, in index order), and which one runs
+// depends on the shape only, never on the thread count:
+//  - direct rows: a slice-wise index over contiguous rows into a small
+//    destination slab, with little work. One thread folds each source row
+//    into its destination row as the index lists them: no sort.
 //  - grouped: the index is slice-wise (index_add, index_reduce, broadcast
 //    index) and rows are long, or the fold needs an accumulator (16-bit
 //    floats, mean). Positions are radix-sorted by target once; each
@@ -38,6 +41,17 @@ namespace scatterx::detail {
 // even when the direct one would do: reducing whole rows per target beats
 // read-modify-writing random destination rows, and it spreads over threads.
 constexpr int64_t kMinGroupedRow = 16;
+// A slice-wise scatter over contiguous rows whose destination slab
+// (self.size(dim) rows) is at most kDirectSlabBytes, with at most
+// kDirectMaxFolds element folds, is folded row by row on one thread
+// (run_direct_rows): its read-modify-writes hit in L2. Measured on 2 cores
+// (one thread, float32, index_add_): 16-float rows 1.7-2.4x faster than the
+// grouped path on 1 or 2 threads up to 4M folds; 64-float rows into a full
+// 256 KiB slab 1.05-1.1x at 1M folds and 0.7-0.85x at 4M. The cap is 256K
+// folds so that machines with many more cores, where the grouped path
+// spreads, lose nothing.
+constexpr int64_t kDirectSlabBytes = int64_t{256} << 10;
+constexpr int64_t kDirectMaxFolds = int64_t{1} << 18;
 // Elements of a row one work unit folds at once (its accumulator is on the stack).
 constexpr int64_t kRowChunk = 256;
 // Element folds per piece of work handed to a thread.
@@ -78,7 +92,9 @@ class CpuScatter {
   void run() const {
     // Weights are applied per source row, which only the grouped path
     // (always available: index_add_weighted_'s index is slice-wise) does.
-    if (g_.slice_index && (g_.row_len >= kMinGroupedRow || !kDirect || weights_ != nullptr)) {
+    if (direct_rows_pay()) {
+      run_direct_rows();
+    } else if (g_.slice_index && (g_.row_len >= kMinGroupedRow || !kDirect || weights_ != nullptr)) {
       run_grouped();
     } else if constexpr (kDirect) {
       run_direct();
@@ -218,6 +234,48 @@ class CpuScatter {
   }
 
   // ---- direct ---------------------------------------------------------------
+  // Whether a slice-wise index over contiguous rows is folded by
+  // run_direct_rows: its destinations stay in cache and there is little work,
+  // so grouping's sort would be most of the time (8192 rows of 16 floats into
+  // 4096: grouped 90 us on one thread and 79 us on two, direct rows 31 us).
+  // Decided by the shape alone, never by the thread count: a shape is folded
+  // by the same code, to the same bits (NaN payloads included), at every
+  // thread count.
+  bool direct_rows_pay() const {
+    if constexpr (!kDirect) {
+      return false;
+    } else {
+      return g_.slice_index && weights_ == nullptr && g_.row_stride[0] == 1 && g_.row_stride[1] == 1 &&
+             num_targets_ * g_.row_len * int64_t{sizeof(T)} <= kDirectSlabBytes &&
+             g_.outer_numel * g_.k * g_.row_len <= kDirectMaxFolds;
+    }
+  }
+
+  // One thread folds each source row straight into its destination row, in
+  // index order: each destination element gets the fold reduce_ops.h defines.
+  void run_direct_rows() const {
+    int64_t off[3] = {};
+    for (int64_t o = 0; o < g_.outer_numel; ++o) {
+      g_.outer.offsets(o, off);
+      T* dst = self_ + off[0];
+      const T* src = src_ + off[1];
+      const I* idx = index_ + off[2];
+      auto row_of = [&](int64_t i) { return dst + static_cast<int64_t>(idx[i * g_.dim_stride[2]]) * g_.dim_stride[0]; };
+      if (!include_self_ && R != Reduce::None) {  // every row the index hits starts from the identity
+        for (int64_t i = 0; i < g_.k; ++i) std::fill(row_of(i), row_of(i) + g_.row_len, static_cast<T>(Op::identity()));
+      }
+      for (int64_t i = 0; i < g_.k; ++i) {
+        T* d = row_of(i);
+        const T* s = src + i * g_.dim_stride[1];
+        if (scaled_) {
+          for (int64_t j = 0; j < g_.row_len; ++j) d[j] = Op::combine(d[j], value<true>(s[j]));
+        } else {
+          for (int64_t j = 0; j < g_.row_len; ++j) d[j] = Op::combine(d[j], value<false>(s[j]));
+        }
+      }
+    }
+  }
+
   void run_direct() const {
     const RowTiling tiling = tile_rows(g_, 16, g_.row_len);
     const int64_t grain = std::max<int64_t>(1, kFoldsPerPiece / std::max<int64_t>(1, g_.k * tiling.chunk));
