@@ -350,3 +350,45 @@ def test_cpu_tensors_reach_the_extension_as_capsules_of_their_own_memory():
     assert _exported(a) is a and _exported(5) == 5
     mixed = _exported([t, a])
     assert type(mixed[0]).__name__ == "PyCapsule" and mixed[1] is a
+
+
+def test_plain_cpu_tensors_skip_the_conversions_and_others_still_get_them():
+    """_arg / _out hand a plain CPU tensor (exactly torch.Tensor, no grad, values as stored) straight to
+    to_dlpack; a tensor that records grad (read under no_grad), a Parameter, a conjugate or negative view take
+    the general conversion (detached, materialized) and reach the extension as capsules all the same."""
+    from scatterx._ops import _arg, _out, _plain_cpu_capsule
+
+    def as_tensor(capsule):
+        assert type(capsule).__name__ == "PyCapsule"
+        return torch.utils.dlpack.from_dlpack(capsule)
+
+    t = torch.arange(12, dtype=torch.float32).reshape(3, 4)[:, 1:]  # a strided view
+    back = as_tensor(_out(t, "op", "input"))
+    assert back.data_ptr() == t.data_ptr() and back.stride() == t.stride() and torch.equal(back, t)
+    leaf = torch.ones(3, requires_grad=True)
+    parameter = torch.nn.Parameter(torch.full((2,), 5.0))
+    c = torch.tensor([1 + 2j, 3 - 1j]).conj()
+    n = torch.tensor([1.0, 2.0])._neg_view()
+    for x in (leaf, parameter, c, n):
+        assert _plain_cpu_capsule(x) is None
+    with torch.no_grad():
+        assert as_tensor(_arg(leaf, "op", "x")).data_ptr() == leaf.data_ptr()
+        assert torch.equal(as_tensor(_arg(parameter, "op", "x")), parameter.detach())
+    assert torch.equal(as_tensor(_arg(c, "op", "x")), c.resolve_conj())  # the values it means
+    assert torch.equal(as_tensor(_arg(n, "op", "x")), torch.tensor([-1.0, -2.0]))
+    with pytest.raises(ValueError, match="op: expected input to hold its values as stored"):
+        _out(n, "op", "input")
+    with pytest.raises(TypeError, match="op: expected x to be a numpy array or a torch tensor, got list"):
+        _arg([1, 2], "op", "x")
+
+
+def test_index_add_under_no_grad_takes_tensors_that_require_grad():
+    """The fast path must not drop the detaching: under no_grad an in-place op into a leaf that requires grad,
+    from a source that requires grad, reads and writes them as torch's does."""
+    index = torch.tensor([0, 2, 2, 1, 0])
+    mine, theirs = (torch.zeros(3, 3, requires_grad=True) for _ in range(2))
+    src = torch.randn(5, 3, requires_grad=True)
+    with torch.no_grad():
+        assert sx.index_add_(mine, 0, index, src) is mine
+        theirs.index_add_(0, index, src)
+    assert mine.requires_grad and torch.equal(mine.detach(), theirs.detach())

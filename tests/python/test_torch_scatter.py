@@ -440,8 +440,13 @@ def test_rows_of_a_1d_index_take_the_fused_path(monkeypatch, reduce):
 
     calls = []
     original = scatterx._C.scatter_rows
-    # the calls on src itself (mean's counts run through it too, on a 1-d tensor of ones)
-    monkeypatch.setattr(scatterx._C, "scatter_rows", lambda *a: calls.append(a[0].dim()) or original(*a))
+
+    def spy(src, *rest):  # src arrives as a CPU tensor's DLPack capsule: a tensor again, to read its rank
+        src = torch.from_dlpack(src)
+        calls.append(src.dim())  # the calls on src itself (mean's counts would be a 1-d tensor of ones)
+        return original(src, *rest)
+
+    monkeypatch.setattr(scatterx._C, "scatter_rows", spy)
     g = torch.Generator().manual_seed(3)
     src = torch.randn(500, 4, 3, generator=g, dtype=torch.float64)
     index = torch.randint(0, 60, (500,), generator=g)

@@ -2,7 +2,8 @@
 
 Same names, signatures, defaults and results (index broadcasting, dim=-1, dim_size, out=, empty positions,
 (values, arg) of min/max), on torch tensors (numpy arrays are wrapped). Differences are listed in the
-README ("scatterx.torch_scatter"): results are deterministic on every device, 16-bit floats accumulate in
+README ("scatterx.torch_scatter"): results are deterministic on the CPU (on CUDA: the segment ops, min/max and the
+fused paths, the rest with ``scatterx.cuda.set_deterministic(True)``), 16-bit floats accumulate in
 float, amax/amin propagate NaN, integer means always floor, and invalid input raises instead of being
 undefined. Gradients: every function, in src, when out is not given (torch_scatter's rules: min/max send the
 gradient to the arg position); with out, the sums, means and mul record their write into out, and the other

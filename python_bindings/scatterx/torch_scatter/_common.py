@@ -16,9 +16,10 @@ def tensor(x) -> torch.Tensor:
     return x if isinstance(x, torch.Tensor) else torch.as_tensor(x)
 
 
-def raw(x: torch.Tensor, op: str, name: str) -> torch.Tensor:
-    """What the compiled core reads (detached, on the caller's stream)."""
-    return _ops._raw(x, op, name)
+def arg(x: torch.Tensor, op: str, name: str):
+    """What the compiled core reads, for one call (detached, on the caller's stream; a CPU tensor as its DLPack
+    capsule, which one call consumes: convert per call, never once for several)."""
+    return _ops._arg(x, op, name)
 
 
 def wants_grad(*tensors) -> bool:

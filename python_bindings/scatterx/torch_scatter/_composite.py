@@ -12,7 +12,7 @@ import torch
 
 from .. import _C
 from .._plan import IndexPlan
-from ._common import _TORCH, broadcast, raw, tensor, wants_grad
+from ._common import _TORCH, arg, broadcast, tensor, wants_grad
 from ._scatter import extremum_values, scatter, scatter_max, scatter_sum
 
 
@@ -57,7 +57,7 @@ class _FusedSoftmax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, src, plan, log, eps):
         op = "scatter_log_softmax" if log else "scatter_softmax"
-        out = _C.scatter_softmax(raw(src, op, "src"), plan._plan, log, float(eps), _TORCH)
+        out = _C.scatter_softmax(arg(src, op, "src"), plan._plan, log, float(eps), _TORCH)
         ctx.save_for_backward(out)
         ctx.plan, ctx.log = plan, log
         return out
@@ -98,7 +98,7 @@ def _fused(src: torch.Tensor, plan: IndexPlan, log: bool, eps: float) -> torch.T
     if wants_grad(src):
         return _FusedSoftmax.apply(src, plan, log, eps)
     op = "scatter_log_softmax" if log else "scatter_softmax"
-    return _C.scatter_softmax(raw(src, op, "src"), plan._plan, log, float(eps), _TORCH)
+    return _C.scatter_softmax(arg(src, op, "src"), plan._plan, log, float(eps), _TORCH)
 
 
 def _unplanned(index, dim_size: Optional[int]):

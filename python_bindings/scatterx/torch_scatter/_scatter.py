@@ -8,7 +8,7 @@ import torch
 
 from .. import _C, _ops
 from .._plan import IndexPlan
-from ._common import (_TORCH, arg_reduce, broadcast, merge_arg_out, output_size, raw, refuse_grad, tensor,
+from ._common import (_TORCH, arg, arg_reduce, broadcast, merge_arg_out, output_size, refuse_grad, tensor,
                       linear, wants_grad)
 
 
@@ -20,9 +20,10 @@ def scatter_sum(src: torch.Tensor, index: torch.Tensor, dim: int = -1, out: Opti
     ``out`` the result is a new zero-filled tensor, src's shape with ``dim`` of size ``dim_size`` (default
     ``index.max() + 1``), and with ``out`` the sums are added to out. dtypes: any torch dtype (integer sums
     wrap; 16-bit floats accumulate in float and round once); index int32 or int64.
-    Deterministic on CPU and CUDA (each position sums in index order). Differentiable in src, and in out when
-    given (the write is recorded, as ``Tensor.scatter_add_``). Errors: IndexError (an index out of range),
-    ValueError (shapes), TypeError (dtypes).
+    Deterministic on the CPU (each position sums in index order); on CUDA for a 1-d index over float32/float64
+    rows without out or gradient, otherwise with ``scatterx.cuda.set_deterministic(True)``. Differentiable in
+    src, and in out when given (the write is recorded, as ``Tensor.scatter_add_``). Errors: IndexError (an index
+    out of range), ValueError (shapes), TypeError (dtypes).
     """
     src, index = tensor(src), tensor(index)
     if out is None and not wants_grad(src):
@@ -90,10 +91,9 @@ def _scatter_arg(op: str, src, index, dim, out, dim_size, is_max: bool) -> Tuple
     dim = dim + src.dim() if dim < 0 else dim
     reduce = "amax" if is_max else "amin"
     size = out.size(dim) if out is not None else (-1 if dim_size is None else dim_size)
-    i = raw(index, op, "index")
 
     def compute(s):
-        return _C.scatter_arg_reduce(raw(s, op, "src"), dim, i, reduce, size, _TORCH)
+        return _C.scatter_arg_reduce(arg(s, op, "src"), dim, arg(index, op, "index"), reduce, size, _TORCH)
 
     if out is None:
         return arg_reduce(src, dim, compute)
@@ -115,7 +115,7 @@ def _by_rows(src: torch.Tensor, index: torch.Tensor, dim: int, dim_size: Optiona
             or src.dtype not in (torch.float32, torch.float64) or index.dtype not in (torch.int32, torch.int64)):
         return None
     try:  # validation comes before any work: a refusal leaves nothing behind
-        return _C.scatter_rows(raw(src, "scatter", "src"), raw(index, "scatter", "index"), reduce,
+        return _C.scatter_rows(arg(src, "scatter", "src"), arg(index, "scatter", "index"), reduce,
                                -1 if dim_size is None else int(dim_size), _TORCH)
     except (IndexError, ValueError):
         return None
@@ -179,7 +179,7 @@ def _scatter_planned(src, plan: IndexPlan, dim: int, out, dim_size, reduce: str)
         return scatter(src, index, dim, out, plan.dim_size, reduce)
 
     def apply(s):
-        return _C.scatter_by_plan(raw(s, "scatter", "src"), plan._plan, core, _TORCH)
+        return _C.scatter_by_plan(arg(s, "scatter", "src"), plan._plan, core, _TORCH)
 
     if not grad or core in ("amin", "amax"):
         return apply(src)

@@ -12,7 +12,7 @@ from typing import Optional, Tuple
 import torch
 
 from .. import _C
-from ._common import (_TORCH, arg_reduce, check_out, linear, merge_arg_out, raw, refuse_grad, tensor,
+from ._common import (_TORCH, arg, arg_reduce, check_out, linear, merge_arg_out, refuse_grad, tensor,
                       wants_grad)
 
 _REDUCES = ("sum", "add", "mean", "min", "max")
@@ -43,7 +43,7 @@ def _csr_adjoint(op: str, grad: torch.Tensor, indptr: torch.Tensor, shape, mean:
     zero = list(grad.shape)
     zero[dim] = 1
     grad = torch.cat([grad, grad.new_zeros(zero)], dim)
-    return _C.gather_csr(raw(grad, op, "grad"), torch.cat([indptr, end], -1), _TORCH)
+    return _C.gather_csr(arg(grad, op, "grad"), arg(torch.cat([indptr, end], -1), op, "indptr"), _TORCH)
 
 
 def _coo_adjoint(op: str, grad: torch.Tensor, index: torch.Tensor, shape, mean: bool) -> torch.Tensor:
@@ -52,23 +52,23 @@ def _coo_adjoint(op: str, grad: torch.Tensor, index: torch.Tensor, shape, mean: 
     dim = index.dim() - 1
     index = index.expand(tuple(shape[:dim + 1]))
     if mean:
-        count = _C.segment_coo(grad.new_ones(index.shape), index, "sum", grad.size(dim), False, _TORCH)
+        count = _C.segment_coo(arg(grad.new_ones(index.shape), op, "grad"), arg(index, op, "index"), "sum",
+                               grad.size(dim), False, _TORCH)
         grad = grad / _trailing(count.clamp(min=1), grad.dim())
-    return _C.gather_coo(raw(grad, op, "grad"), index, _TORCH)
+    return _C.gather_coo(arg(grad, op, "grad"), arg(index, op, "index"), _TORCH)
 
 
 def _csr(op: str, src, indptr, out, reduce: str, with_arg: bool):
     src, indptr = tensor(src), tensor(indptr)
     core = _reduce_name(op, reduce)
-    p = raw(indptr, op, "indptr")
 
     def compute(s):
-        return _C.segment_csr(raw(s, op, "src"), p, core, with_arg, _TORCH)
+        return _C.segment_csr(arg(s, op, "src"), arg(indptr, op, "indptr"), core, with_arg, _TORCH)
 
     if out is None:
         if with_arg:
             return arg_reduce(src, indptr.dim() - 1, compute)
-        return linear(src, compute, lambda grad: _csr_adjoint(op, grad, p, src.shape, core == "mean"))
+        return linear(src, compute, lambda grad: _csr_adjoint(op, grad, indptr, src.shape, core == "mean"))
     refuse_grad(op, src, out)
     result = compute(src)
     values = result[0] if with_arg else result
@@ -142,15 +142,14 @@ def _coo(op: str, src, index, out, dim_size, reduce: str, with_arg: bool):
     core = _reduce_name(op, reduce)
     dim = index.dim() - 1
     size = out.size(dim) if out is not None else (-1 if dim_size is None else dim_size)
-    i = raw(index, op, "index")
 
     def compute(s, reduce_as=core):
-        return _C.segment_coo(raw(s, op, "src"), i, reduce_as, size, with_arg, _TORCH)
+        return _C.segment_coo(arg(s, op, "src"), arg(index, op, "index"), reduce_as, size, with_arg, _TORCH)
 
     if out is None:
         if with_arg:
             return arg_reduce(src, dim, compute)
-        return linear(src, compute, lambda grad: _coo_adjoint(op, grad, i, src.shape, core == "mean"))
+        return linear(src, compute, lambda grad: _coo_adjoint(op, grad, index, src.shape, core == "mean"))
     refuse_grad(op, src, out)
     result = compute(src, "sum" if core == "mean" else core)
     values = result[0] if with_arg else result
@@ -161,7 +160,7 @@ def _coo(op: str, src, index, out, dim_size, reduce: str, with_arg: bool):
         return out.add_(values)
     # mean: rows that got values become (out + sum) / count, the others keep out's value
     ones = torch.ones(index.shape[:dim] + src.shape[dim:dim + 1], dtype=src.dtype, device=src.device)
-    count = _C.segment_coo(ones, i, "sum", size, False, _TORCH)
+    count = _C.segment_coo(arg(ones, op, "src"), arg(index, op, "index"), "sum", size, False, _TORCH)
     count = count.view(tuple(count.shape) + (1,) * (src.dim() - count.dim())).expand_as(out)
     total = out + values
     mean = total / count.clamp(min=1) if out.is_floating_point() else torch.div(total, count.clamp(min=1),
@@ -243,19 +242,20 @@ def gather_csr(src: torch.Tensor, indptr: torch.Tensor, out: Optional[torch.Tens
     """
     op = "gather_csr"
     src, indptr = tensor(src), tensor(indptr)
-    p = raw(indptr, op, "indptr")
     if out is None:
-        return linear(src, lambda s: _C.gather_csr(raw(s, op, "src"), p, _TORCH),
-                      lambda grad: _C.segment_csr(raw(grad, op, "grad"), p, "sum", False, _TORCH))
+        return linear(src, lambda s: _C.gather_csr(arg(s, op, "src"), arg(indptr, op, "indptr"), _TORCH),
+                      lambda grad: _C.segment_csr(arg(grad, op, "grad"), arg(indptr, op, "indptr"), "sum", False,
+                                                  _TORCH))
     refuse_grad(op, src, out)
-    result = _C.gather_csr(raw(src, op, "src"), p, _TORCH)
+    result = _C.gather_csr(arg(src, op, "src"), arg(indptr, op, "indptr"), _TORCH)
     dim = indptr.dim() - 1  # out's length along dim may exceed indptr's last value (the rest is kept)
     length = result.size(dim)
     if out.dim() != result.dim() or length > out.size(dim):
         check_out(op, out, result.shape)
     region = out.narrow(dim, 0, length)
     check_out(op, region, result.shape)
-    covered = _C.gather_csr(torch.ones(src.shape, dtype=torch.bool, device=src.device), p, _TORCH)
+    covered = _C.gather_csr(arg(torch.ones(src.shape, dtype=torch.bool, device=src.device), op, "src"),
+                            arg(indptr, op, "indptr"), _TORCH)
     region.copy_(torch.where(covered, result, region))
     return out
 
@@ -271,12 +271,12 @@ def gather_coo(src: torch.Tensor, index: torch.Tensor, out: Optional[torch.Tenso
     """
     op = "gather_coo"
     src, index = tensor(src), tensor(index)
-    i = raw(index, op, "index")
     size = src.size(index.dim() - 1)
     if out is None:
-        return linear(src, lambda s: _C.gather_coo(raw(s, op, "src"), i, _TORCH),
-                      lambda grad: _C.segment_coo(raw(grad, op, "grad"), i, "sum", size, False, _TORCH))
+        return linear(src, lambda s: _C.gather_coo(arg(s, op, "src"), arg(index, op, "index"), _TORCH),
+                      lambda grad: _C.segment_coo(arg(grad, op, "grad"), arg(index, op, "index"), "sum", size, False,
+                                                  _TORCH))
     refuse_grad(op, src, out)
-    result = _C.gather_coo(raw(src, op, "src"), i, _TORCH)
+    result = _C.gather_coo(arg(src, op, "src"), arg(index, op, "index"), _TORCH)
     check_out(op, out, result.shape)
     return out.copy_(result)
