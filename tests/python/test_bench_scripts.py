@@ -22,3 +22,13 @@ def test_script_starts(script):
     proc = subprocess.run([sys.executable, os.path.join(BENCH, script), "--help"], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_call_cost_compares_results_before_timing():
+    """bench_call_cost.py checks every op's result against torch's before it times anything; a few calls run
+    those checks (the times themselves mean nothing here)."""
+    pytest.importorskip("torch")
+    proc = subprocess.run([sys.executable, os.path.join(BENCH, "bench_call_cost.py"), "--calls", "3", "--reps", "1"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "FAIL" not in proc.stdout and proc.stdout.count("|") > 8 * 5
