@@ -12,6 +12,8 @@
 #include "ops/gather_scatter/gather_scatter_args.h"
 #include "ops/gather_scatter/index_plan.h"
 #include "ops/runtime/cuda/runtime.h"
+#include "ops/scatter/scatter.h"
+#include "ops/scatter/scatter_args.h"
 
 namespace scatterx {
 
@@ -133,6 +135,17 @@ Tensor run(const char* op, const TensorView& x, const TensorView* src_index, con
   return fresh;
 }
 
+// A scatter_rows the scatter kernels' direct rows would fold (detail::direct_rows_fit): a CPU sum of
+// contiguous float32 / float64 rows without weights, into a small slab.
+bool small_cpu_sum(const TensorView& src, Reduce reduce, const TensorView* weight, int64_t num_out) {
+  if (reduce != Reduce::Sum || weight != nullptr || !src.device().is_cpu() || src.dim() < 1 ||
+      (src.dtype() != DType::Float32 && src.dtype() != DType::Float64) || !src.is_contiguous()) {
+    return false;
+  }
+  const int64_t row = src.size(0) > 0 ? src.numel() / src.size(0) : 0;
+  return detail::direct_rows_fit(num_out * row * src.element_size(), src.numel());
+}
+
 // dst_index's destinations: given to the kernel to group (the CPU's dense
 // counting sort lays the edges out as it groups them: no plan to build and
 // read back), or grouped into a plan first (sparse, cpu).
@@ -194,6 +207,17 @@ Tensor scatter_rows(const TensorView& src, const TensorView& index, Reduce reduc
   check_sources(op, src, nullptr, index.size(0), reduce, weight);
   const int64_t positions = index.size(0);
   const int64_t num_out = detail::checked_dim_size(op, "index", index, dim_size);
+  if (small_cpu_sum(src, reduce, weight, num_out)) {
+    // Zeros, then index_add_: its direct rows fold each row into its destination in index order without
+    // grouping the index first, from the same +0, in the same type and order as the grouped fold (float32 /
+    // float64 sums fold in their own type), so the sums are the same (the payload a NaN sum carries may not
+    // be). 8192 rows of 16 floats into 4096, one thread: 83 -> 37 us from Python.
+    Shape shape = src.sizes();
+    shape[0] = num_out;
+    Tensor out = Tensor::zeros(shape, src.dtype());
+    index_add_(out, 0, index, src);
+    return out;
+  }
   return with_destinations(op, index, positions, num_out, [&](const Destinations& dst) {
     return run(op, src, nullptr, dst, reduce, weight, positions, num_out);
   });

@@ -33,6 +33,21 @@ struct ScatterArgs {
 
 void scatter_cpu(const ScatterArgs& args);
 
+// The direct rows' caps (scatter_cpu_impl.h): a slice-wise scatter over
+// contiguous rows into a destination slab (self.size(dim) rows) of at most
+// kDirectSlabBytes, with at most kDirectMaxFolds element folds, is folded row
+// by row on one thread, its read-modify-writes hitting in L2. Measured on 2
+// cores (one thread, float32, index_add_): 16-float rows 1.7-2.4x faster than
+// the grouped path on 1 or 2 threads up to 4M folds; 64-float rows into a full
+// 256 KiB slab 1.05-1.1x at 1M folds and 0.7-0.85x at 4M. The cap is 256K
+// folds so that machines with many more cores, where the grouped path
+// spreads, lose nothing. scatter_rows sends its small sums the same way.
+constexpr int64_t kDirectSlabBytes = int64_t{256} << 10;
+constexpr int64_t kDirectMaxFolds = int64_t{1} << 18;
+inline bool direct_rows_fit(int64_t slab_bytes, int64_t folds) {
+  return slab_bytes <= kDirectSlabBytes && folds <= kDirectMaxFolds;
+}
+
 // Per-dtype entry points, one explicit instantiation per generated file.
 template <DType D>
 void scatter_cpu_dtype(const ScatterArgs& args, const IndexGeometry& geometry);

@@ -41,17 +41,6 @@ namespace scatterx::detail {
 // even when the direct one would do: reducing whole rows per target beats
 // read-modify-writing random destination rows, and it spreads over threads.
 constexpr int64_t kMinGroupedRow = 16;
-// A slice-wise scatter over contiguous rows whose destination slab
-// (self.size(dim) rows) is at most kDirectSlabBytes, with at most
-// kDirectMaxFolds element folds, is folded row by row on one thread
-// (run_direct_rows): its read-modify-writes hit in L2. Measured on 2 cores
-// (one thread, float32, index_add_): 16-float rows 1.7-2.4x faster than the
-// grouped path on 1 or 2 threads up to 4M folds; 64-float rows into a full
-// 256 KiB slab 1.05-1.1x at 1M folds and 0.7-0.85x at 4M. The cap is 256K
-// folds so that machines with many more cores, where the grouped path
-// spreads, lose nothing.
-constexpr int64_t kDirectSlabBytes = int64_t{256} << 10;
-constexpr int64_t kDirectMaxFolds = int64_t{1} << 18;
 // Elements of a row one work unit folds at once (its accumulator is on the stack).
 constexpr int64_t kRowChunk = 256;
 // Element folds per piece of work handed to a thread.
@@ -246,8 +235,7 @@ class CpuScatter {
       return false;
     } else {
       return g_.slice_index && weights_ == nullptr && g_.row_stride[0] == 1 && g_.row_stride[1] == 1 &&
-             num_targets_ * g_.row_len * int64_t{sizeof(T)} <= kDirectSlabBytes &&
-             g_.outer_numel * g_.k * g_.row_len <= kDirectMaxFolds;
+             direct_rows_fit(num_targets_ * g_.row_len * int64_t{sizeof(T)}, g_.outer_numel * g_.k * g_.row_len);
     }
   }
 
