@@ -87,27 +87,19 @@ class CpuGather {
   }
 
   void copy_contiguous_rows(E* out, const E* in, int64_t first, int64_t last, int64_t row_bytes) const {
-    switch (row_bytes) {
-      case 4: return copy_fixed<4>(out, in, first, last);
-      case 8: return copy_fixed<8>(out, in, first, last);
-      case 16: return copy_fixed<16>(out, in, first, last);
-      case 32: return copy_fixed<32>(out, in, first, last);
-      case 64: return copy_fixed<64>(out, in, first, last);
-      case 128: return copy_fixed<128>(out, in, first, last);
-      case 256: return copy_fixed<256>(out, in, first, last);
-      default:
-        copy_rows(out, in, first, last,
-                  [&](E* dst, const E* src) { std::memcpy(dst, src, static_cast<size_t>(row_bytes)); });
+    if (!copy_fixed<4, 8, 16, 32, 64, 128, 256>(out, in, first, last, row_bytes)) {
+      copy_rows(out, in, first, last,
+                [&](E* dst, const E* src) { std::memcpy(dst, src, static_cast<size_t>(row_bytes)); });
     }
   }
 
-  // Only sizes that are a multiple of sizeof(E) reach here (row_bytes is
-  // row_len * sizeof(E)); the others compile to nothing.
-  template <int64_t kBytes>
-  void copy_fixed(E* out, const E* in, int64_t first, int64_t last) const {
-    if constexpr (kBytes % int64_t{sizeof(E)} == 0) {
-      copy_rows(out, in, first, last, [](E* dst, const E* src) { std::memcpy(dst, src, kBytes); });
-    }
+  // Copies the rows with the memcpy of the listed size that row_bytes equals,
+  // if one does; false if none.
+  template <int64_t... kBytes>
+  bool copy_fixed(E* out, const E* in, int64_t first, int64_t last, int64_t row_bytes) const {
+    return ((row_bytes == kBytes &&
+             (copy_rows(out, in, first, last, [](E* dst, const E* src) { std::memcpy(dst, src, kBytes); }), true)) ||
+            ...);
   }
 
   SCATTERX_INLINE int64_t source_row(int64_t i) const {

@@ -12,7 +12,6 @@
 #include "ops/gather_scatter/gather_scatter_args.h"
 #include "ops/gather_scatter/index_plan.h"
 #include "ops/runtime/cuda/runtime.h"
-#include "ops/scatter/scatter.h"
 #include "ops/scatter/scatter_args.h"
 
 namespace scatterx {
@@ -208,14 +207,15 @@ Tensor scatter_rows(const TensorView& src, const TensorView& index, Reduce reduc
   const int64_t positions = index.size(0);
   const int64_t num_out = detail::checked_dim_size(op, "index", index, dim_size);
   if (small_cpu_sum(src, reduce, weight, num_out)) {
-    // Zeros, then index_add_: its direct rows fold each row into its destination in index order without
-    // grouping the index first, from the same +0, in the same type and order as the grouped fold (float32 /
-    // float64 sums fold in their own type), so the sums are the same (the payload a NaN sum carries may not
-    // be). 8192 rows of 16 floats into 4096, one thread: 83 -> 37 us from Python.
+    // Zeros, then index_add_ (checked_dim_size has checked the index): its direct rows fold each row into its
+    // destination in index order without grouping the index first, from the same +0, in the same type and
+    // order as the grouped fold (float32 / float64 sums fold in their own type), so the sums are the same (the
+    // payload a NaN sum carries may not be). 8192 rows of 16 floats into 4096, one thread, from Python: 83 -> 49
+    // us, 2.0x torch's zeros + index_add_.
     Shape shape = src.sizes();
     shape[0] = num_out;
     Tensor out = Tensor::zeros(shape, src.dtype());
-    index_add_(out, 0, index, src);
+    detail::index_add_rows_of_checked_index(op, out, index, src);
     return out;
   }
   return with_destinations(op, index, positions, num_out, [&](const Destinations& dst) {

@@ -55,9 +55,10 @@ void gather_scatter_out(const TensorView& out, const TensorView& x, const Tensor
 // differ). The index is grouped for this call alone (on the CPU by the
 // kernel's counting sort, which lays the rows out as it places them: one pass
 // fewer than building a plan); a small float sum on the CPU is index_add_
-// into zeros instead, whose direct rows need no grouping. dim_size < 0 means max(index) + 1. With a weight
-// (1-d, one per position, src's dtype) each row is src[p] * weight[p]:
-// gather_scatter with the identity for src_index, without building it.
+// into zeros instead, whose direct rows need no grouping. dim_size < 0
+// means max(index) + 1. With a weight (1-d, one per position, src's dtype)
+// each row is src[p] * weight[p]: gather_scatter with the identity for
+// src_index, without building it.
 Tensor scatter_rows(const TensorView& src, const TensorView& index, Reduce reduce, int64_t dim_size = -1,
                     const TensorView* weight = nullptr);
 

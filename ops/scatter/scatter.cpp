@@ -85,10 +85,11 @@ PreparedScatter prepare_scatter(const char* op, const TensorView& self, int64_t 
   return p;
 }
 
-// index_add_ and index_reduce_.
+// index_add_ and index_reduce_. index_checked: the caller has checked index
+// against self.size(dim) already (detail::index_add_rows_of_checked_index).
 PreparedScatter prepare_index_op(const char* op, const TensorView& self, int64_t dim, const TensorView& index,
                                  const TensorView& source, Reduce reduce, bool include_self, const Scalar& alpha,
-                                 bool in_place, const TensorView* weights = nullptr) {
+                                 bool in_place, const TensorView* weights = nullptr, bool index_checked = false) {
   PreparedScatter p;
   detail::check_devices(op, {{"self", &self}, {"index", &index}, {"source", &source}});
   if (weights != nullptr) {
@@ -151,7 +152,7 @@ PreparedScatter prepare_index_op(const char* op, const TensorView& self, int64_t
     detail::check_no_overlap(op, "self", a.self, "source", a.src);
     if (weights != nullptr) detail::check_no_overlap(op, "self", a.self, "weights", a.weights);
   }
-  a.hottest_index_share = detail::check_index_bounds(op, index1, a.dim, a.self.size(a.dim), true);
+  if (!index_checked) a.hottest_index_share = detail::check_index_bounds(op, index1, a.dim, a.self.size(a.dim), true);
   p.noop = index1.numel() == 0 || a.src.numel() == 0;
   return p;
 }
@@ -285,5 +286,14 @@ Tensor index_reduce(const TensorView& self, int64_t dim, const TensorView& index
   PreparedScatter p = prepare_index_op(op, self, dim, index, source, reduce, include_self, Scalar(1), false);
   return run_on_copy(p, self);
 }
+
+namespace detail {
+
+void index_add_rows_of_checked_index(const char* op, const TensorView& self, const TensorView& index,
+                                     const TensorView& source) {
+  run_in_place(prepare_index_op(op, self, 0, index, source, Reduce::Sum, true, Scalar(1), true, nullptr, true), self);
+}
+
+}  // namespace detail
 
 }  // namespace scatterx

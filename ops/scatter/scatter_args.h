@@ -48,6 +48,12 @@ inline bool direct_rows_fit(int64_t slab_bytes, int64_t folds) {
   return slab_bytes <= kDirectSlabBytes && folds <= kDirectMaxFolds;
 }
 
+// index_add_(self, 0, index, source) for an index the caller has already
+// checked against self.size(0) (scatter_rows' small sums): the front end's
+// other checks, without its second pass over the index; errors name op.
+void index_add_rows_of_checked_index(const char* op, const TensorView& self, const TensorView& index,
+                                     const TensorView& source);
+
 // Per-dtype entry points, one explicit instantiation per generated file.
 template <DType D>
 void scatter_cpu_dtype(const ScatterArgs& args, const IndexGeometry& geometry);
