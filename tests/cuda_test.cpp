@@ -394,19 +394,25 @@ TEST_F(CudaTest, CombineMatchesTheCpuFoldBitwise) {
   }
 }
 
+// The row kernel takes up to 32 rows a step and spreads their vectors over
+// the lanes four rounds at a time: index lengths that end a step part-way, and
+// rows of fewer, exactly 32 x 4 and more vectors than one round holds.
 TEST_F(CudaTest, IndexSelectRowWidths) {
   Rng rng(7);
-  for (int64_t row : {1, 3, 4, 8, 12, 16, 33, 128, 1000}) {
+  for (int64_t row : {1, 3, 4, 8, 12, 16, 33, 128, 129, 512, 1000, 2048, 2049}) {
     for (int64_t start : {0, 1}) {
-      SCOPED_TRACE("row " + std::to_string(row) + ", start " + std::to_string(start));
-      Buf input = random_buf({50, row + start}, DType::Float32, kContiguous, rng);
-      const TensorView rows = input.view.slice(1, start, row + start);
-      Buf index = index_buf({70}, DType::Int64, kContiguous, rng, 0, 49);
-      const Tensor expected = ref::index_select(rows, 0, index.view);
-      const DeviceBuf dinput = to_device(input);
-      const DeviceBuf dindex = to_device(index);
-      const TensorView drows = dinput.view.slice(1, start, row + start);
-      EXPECT_TRUE(same_values(to_host(scatterx::index_select(drows, 0, dindex.view)), expected));
+      for (int64_t selected : {70, 1029}) {
+        SCOPED_TRACE("row " + std::to_string(row) + ", start " + std::to_string(start) + ", " +
+                     std::to_string(selected) + " rows selected");
+        Buf input = random_buf({50, row + start}, DType::Float32, kContiguous, rng);
+        const TensorView rows = input.view.slice(1, start, row + start);
+        Buf index = index_buf({selected}, DType::Int64, kContiguous, rng, 0, 49);
+        const Tensor expected = ref::index_select(rows, 0, index.view);
+        const DeviceBuf dinput = to_device(input);
+        const DeviceBuf dindex = to_device(index);
+        const TensorView drows = dinput.view.slice(1, start, row + start);
+        EXPECT_TRUE(same_values(to_host(scatterx::index_select(drows, 0, dindex.view)), expected));
+      }
     }
   }
 }
@@ -581,12 +587,13 @@ TEST_F(CudaTest, WeightedIndexAddMatchesReference) {
   Rng rng(19);
   for (DType dtype :
        {DType::Float32, DType::BFloat16, DType::Float16, DType::Float64, DType::Int32, DType::Complex64}) {
-    for (int64_t hidden : {1, 13, 96}) {
+    // 1100 columns: more 16-byte vectors than a row's lanes take in one round
+    for (int64_t hidden : {1, 13, 96, 1100}) {
       for (unsigned layout : {kContiguous, kOffset}) {
         for (sxc::ScatterPath path : {sxc::ScatterPath::Atomic, sxc::ScatterPath::Sorted}) {
           sxc::set_scatter_path(path);
           const int64_t tokens = 40;
-          const int64_t rows = 3000;
+          const int64_t rows = hidden > 100 ? 500 : 3000;
           const ValueOptions values = fold_values(dtype, Reduce::Sum);
           Buf self = random_buf({tokens, hidden}, dtype, layout, rng, values);
           Buf index = index_buf({rows}, DType::Int64, kContiguous, rng, 0, hidden == 1 ? 3 : tokens - 1);

@@ -1,7 +1,10 @@
 // CUDA gather / index_select. Gather only moves values: kernels are
 // instantiated per element size (or vector width), not per dtype.
+#include <algorithm>
+
 #include "ops/detail/bytes.h"
 #include "ops/detail/cuda/positions.cuh"
+#include "ops/detail/fast_divider.h"
 #include "ops/detail/index_geometry.h"
 #include "ops/dispatch.h"
 #include "ops/gather/cuda/gather_cuda.h"
@@ -25,23 +28,60 @@ __global__ void gather_elements(E* out, const E* in, const I* index, const Devic
 }
 
 // One index value per row (index_select, an expanded index) and contiguous
-// rows: a warp copies each row in V-sized vectors (16 bytes when the rows'
-// sizes and addresses allow), so every load is a full, coalesced transaction.
-// One row per warp at a time: taking four rows at once and issuing their
-// loads together ran slower on an H200 for rows of 512 bytes (0.74-0.97
-// against 0.66 ms for 2^21 rows) and gained 1-4% for 2-8 KiB rows.
+// rows, copied in V-sized vectors (16 bytes when the rows' sizes and
+// addresses allow), so every load is a full, coalesced transaction.
+//
+// A warp takes `rows_per_step` consecutive rows at a time: each lane decodes
+// one row and loads its index value, so the index's latency is paid once per
+// step rather than once per row, and the rows' vectors are then spread over
+// the lanes as one flat list (item t: row t / vectors, vector t % vectors,
+// the row's addresses passed by a shuffle). Each lane issues kUnroll loads
+// before its stores: the stores may alias the loads as far as the compiler
+// knows, so without this a lane kept one 16-byte load in flight. On an H200
+// (2^21 rows of 512 bytes) a row per warp with one load in flight ran at 77%
+// of a copy's bandwidth, this kernel at 90%; 2 or 8 loads per lane ran slower
+// than 4 (64 registers, half the threads resident, already hide the latency).
+constexpr int kUnroll = 4;
+
 template <typename V, typename I>
-__global__ void gather_rows(char* out, const char* in, const I* index, const DeviceGeometry g, int64_t element_bytes,
-                            int64_t bound, int64_t rows, int64_t vectors_per_row) {
+__global__ void __launch_bounds__(kThreads)
+    gather_rows(char* out, const char* in, const I* index, const DeviceGeometry g, int64_t element_bytes, int64_t bound,
+                int64_t rows, FastDivider by_vectors, int rows_per_step) {
   const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
-  for (int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; row < rows; row += warps) {
-    const Position p = decode_position(g, row * g.row_len);  // the row's first column
-    const int64_t v = static_cast<int64_t>(index[p.index]);
-    if (v < 0 || v >= bound) continue;  // only with index checks off: skipped, never read out of bounds
-    const V* src = reinterpret_cast<const V*>(in + (p.indexed + v * g.dim_stride[0]) * element_bytes);
-    V* dst = reinterpret_cast<V*>(out + p.positional * element_bytes);
-    for (int64_t c = lane; c < vectors_per_row; c += 32) dst[c] = src[c];
+  const uint32_t vectors = by_vectors.divisor();
+  for (int64_t first = warp * rows_per_step; first < rows; first += warps * rows_per_step) {
+    const int n = static_cast<int>(rows - first < rows_per_step ? rows - first : rows_per_step);
+    unsigned long long src = 0, dst = 0;  // this lane's row; 0 when skipped
+    if (lane < n) {
+      const Position p = decode_position(g, (first + lane) * g.row_len);  // the row's first column
+      const int64_t v = static_cast<int64_t>(index[p.index]);
+      if (v >= 0 && v < bound) {  // else only with index checks off: skipped, never read out of bounds
+        src = reinterpret_cast<uintptr_t>(in + (p.indexed + v * g.dim_stride[0]) * element_bytes);
+        dst = reinterpret_cast<uintptr_t>(out + p.positional * element_bytes);
+      }
+    }
+    const uint32_t items = static_cast<uint32_t>(n) * vectors;
+    for (uint32_t step = 0; step < items; step += 32 * kUnroll) {
+      V values[kUnroll];
+      V* to[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const uint32_t t = step + u * 32 + lane;
+        const uint32_t r = by_vectors.quotient(t);
+        const int from_lane = r < 31 ? static_cast<int>(r) : 31;  // every lane shuffles, in range or not
+        const auto* s = reinterpret_cast<const V*>(__shfl_sync(0xffffffffu, src, from_lane));
+        auto* d = reinterpret_cast<V*>(__shfl_sync(0xffffffffu, dst, from_lane));
+        const uint32_t c = t - r * vectors;
+        to[u] = t < items && s != nullptr ? d + c : nullptr;
+        if (to[u] != nullptr) values[u] = s[c];
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (to[u] != nullptr) *to[u] = values[u];
+      }
+    }
   }
 }
 
@@ -65,19 +105,29 @@ int64_t row_vector_bytes(const GatherArgs& a, const IndexGeometry& g) {
   return 1;
 }
 
+// Rows of more vectors than this take the element kernel: the row kernel
+// numbers a step's vectors in 32 bits.
+constexpr int64_t kMaxRowVectors = int64_t{1} << 30;
+
 template <typename I>
-void launch_rows(const GatherArgs& a, const DeviceGeometry& g, int64_t bound) {
+bool launch_rows(const GatherArgs& a, const DeviceGeometry& g, int64_t bound) {
   const int64_t es = a.out.element_size();
   const int64_t rows = g.outer_numel * g.k;
   const int64_t width = row_vector_bytes(a, g);
   const int64_t vectors = g.row_len * es / width;
-  const unsigned blocks = blocks_for(rows * 32);
+  if (vectors > kMaxRowVectors) return false;
+  // Enough rows per step for two rounds of kUnroll vectors per lane: on an
+  // H200, one round left 512-byte rows at 0.585 ms (2^21 rows), two 0.559 ms,
+  // four 0.563 ms.
+  const int rows_per_step = static_cast<int>(std::clamp<int64_t>(2 * 32 * kUnroll / vectors, 1, 32));
+  const unsigned blocks = blocks_for((rows + rows_per_step - 1) / rows_per_step * 32);
+  const FastDivider by_vectors(static_cast<uint32_t>(vectors));
   auto* out = static_cast<char*>(a.out.data());
   const auto* in = static_cast<const char*>(a.input.data());
   const auto* index = static_cast<const I*>(a.index.data());
   auto launch = [&](auto vector_tag) {
     using V = decltype(vector_tag);
-    gather_rows<V, I><<<blocks, kThreads, 0, stream()>>>(out, in, index, g, es, bound, rows, vectors);
+    gather_rows<V, I><<<blocks, kThreads, 0, stream()>>>(out, in, index, g, es, bound, rows, by_vectors, rows_per_step);
   };
   switch (width) {
     case 16:
@@ -97,6 +147,7 @@ void launch_rows(const GatherArgs& a, const DeviceGeometry& g, int64_t bound) {
       break;
   }
   check_launch(a.op, "gather_rows");
+  return true;
 }
 
 }  // namespace
@@ -110,8 +161,7 @@ void gather(const GatherArgs& a) {
   const int64_t bound = a.input.size(a.dim);
   dispatch_index_dtype(a.index.dtype(), a.op, [&](auto index_tag) {
     using I = typename decltype(index_tag)::type;
-    if (g.slice_index && g.row_len > 1 && g.row_stride[0] == 1 && g.row_stride[1] == 1) {
-      launch_rows<I>(a, g, bound);
+    if (g.slice_index && g.row_len > 1 && g.row_stride[0] == 1 && g.row_stride[1] == 1 && launch_rows<I>(a, g, bound)) {
       return;
     }
     dispatch_element_size(a.out.element_size(), a.op, [&](auto element) {
