@@ -140,15 +140,46 @@ struct RowVector {
   }
 };
 
+// The whole 16-byte vectors of a batch's rows whose `vectors` flag is set,
+// as lane `lane` of `group`: kRowColumns<R> vectors of each row loaded before
+// any is folded. Returns the columns each such row folded.
+template <typename T, Reduce R, int kBatch>
+__device__ __forceinline__ int64_t fold_row_vectors(T* const (&dest)[kBatch], const T* const (&from)[kBatch],
+                                                    const acc_t<T> (&w)[kBatch], const bool (&vectors)[kBatch],
+                                                    int64_t row_len, int lane, int group) {
+  using Vector = RowVector<T, R>;
+  constexpr int kWidth = Vector::kWidth;
+  constexpr int kColumns = kRowColumns<R>;
+  const int64_t count = row_len / kWidth;
+  for (int64_t first = lane; first < count; first += group * kColumns) {
+    Vector x[kBatch][kColumns];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+#pragma unroll
+      for (int u = 0; u < kColumns; ++u) {
+        const int64_t q = first + u * group;
+        if (vectors[b] && q < count) x[b][u].load(dest[b] + q * kWidth, from[b] + q * kWidth);
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+#pragma unroll
+      for (int u = 0; u < kColumns; ++u) {
+        const int64_t q = first + u * group;
+        if (vectors[b] && q < count) x[b][u].fold(dest[b] + q * kWidth, w[b]);
+      }
+    }
+  }
+  return count * kWidth;
+}
+
 template <typename T, Reduce R, typename I, bool kScaled, bool kCount>
 __global__ void fold_atomic_rows(T* self, const T* src, const I* index, const SortedItems it, int64_t bound,
                                  int64_t rows, const Scale<T> scale, int* counts, int64_t self_lowest, int group) {
   using A = acc_t<T>;
-  using Vector = RowVector<T, R>;
   constexpr bool kVectors = kRowVectors<T, R, kCount>;
   constexpr bool kPairs = kVectors && sizeof(T) == 2;
   constexpr int kBatch = kRowBatch<R>;
-  constexpr int kColumns = kRowColumns<R>;
   const int lane = threadIdx.x % group;
   const int64_t groups = static_cast<int64_t>(gridDim.x) * (blockDim.x / group);
   const int64_t first = static_cast<int64_t>(blockIdx.x) * (blockDim.x / group) + threadIdx.x / group;
@@ -177,30 +208,7 @@ __global__ void fold_atomic_rows(T* self, const T* src, const I* index, const So
       }
     }
     int64_t vectored = 0;  // the columns a RowVector row folded
-    if constexpr (kVectors) {
-      constexpr int kWidth = Vector::kWidth;
-      const int64_t count = it.row_len / kWidth;
-      for (int64_t first = lane; first < count; first += group * kColumns) {
-        Vector x[kBatch][kColumns];
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-#pragma unroll
-          for (int u = 0; u < kColumns; ++u) {
-            const int64_t q = first + u * group;
-            if (vectors[b] && q < count) x[b][u].load(dest[b] + q * kWidth, from[b] + q * kWidth);
-          }
-        }
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-#pragma unroll
-          for (int u = 0; u < kColumns; ++u) {
-            const int64_t q = first + u * group;
-            if (vectors[b] && q < count) x[b][u].fold(dest[b] + q * kWidth, w[b]);
-          }
-        }
-      }
-      vectored = count * kWidth;
-    }
+    if constexpr (kVectors) vectored = fold_row_vectors<T, R, kBatch>(dest, from, w, vectors, it.row_len, lane, group);
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       if (!live[b]) continue;
