@@ -2,9 +2,15 @@
 // reference, for every dtype x index dtype: random shapes of rank 0 to 4,
 // every dim given positive and negative, non-contiguous views of every
 // argument (expanded input and index included), empty results, and
-// index_select of rows 1 to 300 elements wide.
+// index_select of rows 1 to 300 elements wide; the non-temporal row copy of
+// large gathers at every alignment (ctest runs the suite with the AVX2 and
+// the baseline ISA).
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <vector>
+
+#include "ops/runtime/stream_copy.h"
 #include "tests/op_checks.h"
 #include "tests/reference.h"
 
@@ -149,6 +155,34 @@ TEST(GatherKnownAnswers, EmptyResults) {
   Tensor e = Tensor::empty({0, 3}, DType::Float32);
   Tensor r3 = scatterx::index_select(e, 1, make_tensor<int64_t>({2}, {2, 0}));
   EXPECT_EQ(r3.sizes(), Shape({0, 2}));
+}
+
+// copy_streaming copies exactly [dst, dst + bytes): the stores' alignment
+// head, the wide loop and the ragged tail, for destinations at every offset
+// within a 32-byte line and sizes around each width.
+TEST(StreamCopy, CopiesExactlyTheBytesAtEveryAlignment) {
+  constexpr int64_t kMaxBytes = 4096 + 7;
+  std::vector<uint8_t> src(kMaxBytes + 64);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + 7);
+  std::vector<uint8_t> dst(kMaxBytes + 128);
+  for (int64_t bytes : {0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 1000, 4096, 4103}) {
+    for (int64_t dst_offset = 0; dst_offset < 34; ++dst_offset) {
+      for (int64_t src_offset : {0, 3}) {
+        std::fill(dst.begin(), dst.end(), uint8_t{0xA5});
+        // dst.data() is at least 16-byte aligned: offsets 0-33 cover every
+        // position within a 32-byte line.
+        uint8_t* to = dst.data() + 32 - reinterpret_cast<uintptr_t>(dst.data()) % 32 + dst_offset;
+        scatterx::detail::copy_streaming(to, src.data() + src_offset, bytes);
+        scatterx::detail::streaming_store_fence();
+        for (size_t i = 0; i < dst.size(); ++i) {
+          const int64_t at = dst.data() + i - to;
+          const uint8_t expected = at >= 0 && at < bytes ? src[src_offset + at] : uint8_t{0xA5};
+          ASSERT_EQ(dst[i], expected) << bytes << " bytes to offset " << dst_offset << " from offset " << src_offset
+                                      << ": byte " << at;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
