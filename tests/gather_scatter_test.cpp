@@ -343,7 +343,8 @@ TEST(IndexPlan, ScatterByPlanMatchesReference) {
         // The unplanned form, dense (64 rows) and sparse (far more rows than positions) grouping, and
         // through a transposed src (copied once by the front end).
         EXPECT_TRUE(same_values(scatterx::scatter_rows(src, index, reduce, 64), want)) << "scatter_rows";
-        // The 64-row form of a float sum is index_add_ into zeros (a slab within detail::direct_rows_fit);
+        // The 64-row form of a float sum, amax or amin is index_add_ / index_reduce_ into zeros (a slab
+        // within detail::direct_rows_fit);
         // far more rows than positions (at most 400), in a slab past that fit: the sparse grouping
         // (detail::groups_densely)
         const int64_t wide = 20000;
@@ -361,6 +362,28 @@ TEST(IndexPlan, ScatterByPlanMatchesReference) {
                                 reference(src, identity, index, reduce, &weight, 64)))
             << "scatter_rows, weighted";
       }
+    }
+  }
+}
+
+// A small float amax / amin of scatter_rows (index_reduce_ into zeros, the
+// direct rows) against the grouped fold of a plan, with NaN, infinities and
+// signed zeros among the values: the same bits.
+TEST(IndexPlan, SmallScatterRowsExtremaMatchThePlanWithSpecialValues) {
+  Rng rng(case_seed("IndexPlan.SmallScatterRowsExtremaMatchThePlanWithSpecialValues", 0));
+  ValueOptions values;
+  values.special_rate = 0.2;
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (Reduce reduce : {Reduce::Amax, Reduce::Amin}) {
+      SCOPED_TRACE(dtype_label(dtype) + " " + reduce_label(reduce));
+      const int64_t rows = 300;
+      Tensor src = Tensor::empty({rows, 7}, dtype);
+      fill_random(src, rng, values);
+      Tensor index = Tensor::empty({rows}, DType::Int64);
+      fill_index(index, rng, 0, 40);
+      const scatterx::IndexPlan plan(index, 48);  // rows 40-47 reached by no position: 0
+      EXPECT_TRUE(
+          same_values(scatterx::scatter_rows(src, index, reduce, 48), scatterx::scatter_by_plan(src, plan, reduce)));
     }
   }
 }

@@ -86,7 +86,7 @@ PreparedScatter prepare_scatter(const char* op, const TensorView& self, int64_t 
 }
 
 // index_add_ and index_reduce_. index_checked: the caller has checked index
-// against self.size(dim) already (detail::index_add_rows_of_checked_index).
+// against self.size(dim) already (detail::index_fold_rows_of_checked_index).
 PreparedScatter prepare_index_op(const char* op, const TensorView& self, int64_t dim, const TensorView& index,
                                  const TensorView& source, Reduce reduce, bool include_self, const Scalar& alpha,
                                  bool in_place, const TensorView* weights = nullptr, bool index_checked = false) {
@@ -289,9 +289,11 @@ Tensor index_reduce(const TensorView& self, int64_t dim, const TensorView& index
 
 namespace detail {
 
-void index_add_rows_of_checked_index(const char* op, const TensorView& self, const TensorView& index,
-                                     const TensorView& source) {
-  run_in_place(prepare_index_op(op, self, 0, index, source, Reduce::Sum, true, Scalar(1), true, nullptr, true), self);
+void index_fold_rows_of_checked_index(const char* op, const TensorView& self, const TensorView& index,
+                                      const TensorView& source, Reduce reduce) {
+  const bool include_self = reduce == Reduce::Sum;
+  run_in_place(prepare_index_op(op, self, 0, index, source, reduce, include_self, Scalar(1), true, nullptr, true),
+               self);
 }
 
 }  // namespace detail

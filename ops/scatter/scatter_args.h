@@ -41,18 +41,21 @@ void scatter_cpu(const ScatterArgs& args);
 // the grouped path on 1 or 2 threads up to 4M folds; 64-float rows into a full
 // 256 KiB slab 1.05-1.1x at 1M folds and 0.7-0.85x at 4M. The cap is 256K
 // folds so that machines with many more cores, where the grouped path
-// spreads, lose nothing. scatter_rows sends its small sums the same way.
+// spreads, lose nothing. scatter_rows sends its small sums, maxima and minima
+// the same way.
 constexpr int64_t kDirectSlabBytes = int64_t{256} << 10;
 constexpr int64_t kDirectMaxFolds = int64_t{1} << 18;
 inline bool direct_rows_fit(int64_t slab_bytes, int64_t folds) {
   return slab_bytes <= kDirectSlabBytes && folds <= kDirectMaxFolds;
 }
 
-// index_add_(self, 0, index, source) for an index the caller has already
-// checked against self.size(0) (scatter_rows' small sums): the front end's
-// other checks, without its second pass over the index; errors name op.
-void index_add_rows_of_checked_index(const char* op, const TensorView& self, const TensorView& index,
-                                     const TensorView& source);
+// For an index the caller has already checked against self.size(0)
+// (scatter_rows' small folds): index_add_(self, 0, index, source) for Sum,
+// index_reduce_(self, 0, index, source, reduce, include_self=false) for the
+// other reduces; the front end's other checks, without its second pass over
+// the index; errors name op.
+void index_fold_rows_of_checked_index(const char* op, const TensorView& self, const TensorView& index,
+                                      const TensorView& source, Reduce reduce);
 
 // Per-dtype entry points, one explicit instantiation per generated file.
 template <DType D>
