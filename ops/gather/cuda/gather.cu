@@ -40,7 +40,7 @@ __global__ void gather_elements(E* out, const E* in, const I* index, const Devic
 // knows, so without this a lane kept one 16-byte load in flight. On an H200
 // (2^21 rows of 512 bytes) a row per warp with one load in flight ran at 77%
 // of a copy's bandwidth, this kernel at 90%; 2 or 8 loads per lane ran slower
-// than 4 (64 registers, half the threads resident, already hide the latency).
+// than 4 (with 4 the kernel holds 64 registers: 4 blocks of 256 per SM).
 constexpr int kUnroll = 4;
 
 template <typename V, typename I>
