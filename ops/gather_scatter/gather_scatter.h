@@ -52,14 +52,13 @@ void gather_scatter_out(const TensorView& out, const TensorView& x, const Tensor
 // scatter(src, index, dim=0, dim_size, reduce) of a 1-d index, the unplanned
 // form of scatter_by_plan (index_plan.h), with the same results bit for bit
 // (a small float sum, amax or amin on the CPU: the same values, though a
-// NaN's payload may differ). The index is grouped for this call alone (on the CPU by the
-// kernel's counting sort, which lays the rows out as it places them: one pass
-// fewer than building a plan); a small float sum, amax or amin on the CPU is
-// index_add_ or index_reduce_ into zeros instead, whose direct rows need no
-// grouping. dim_size < 0
-// means max(index) + 1. With a weight (1-d, one per position, src's dtype)
-// each row is src[p] * weight[p]: gather_scatter with the identity for
-// src_index, without building it.
+// NaN's payload may differ). The index is grouped for this call alone (on
+// the CPU by the kernel's counting sort, which lays the rows out as it places
+// them: one pass fewer than building a plan); a small float sum, amax or amin
+// on the CPU is index_add_ or index_reduce_ into zeros instead, whose direct
+// rows need no grouping. dim_size < 0 means max(index) + 1. With a weight
+// (1-d, one per position, src's dtype) each row is src[p] * weight[p]:
+// gather_scatter with the identity for src_index, without building it.
 Tensor scatter_rows(const TensorView& src, const TensorView& index, Reduce reduce, int64_t dim_size = -1,
                     const TensorView* weight = nullptr);
 
