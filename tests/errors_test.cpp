@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/detail/checks.h"
 #include "tests/op_checks.h"
 
 namespace sxt {
@@ -166,6 +167,56 @@ TEST_F(ErrorTest, IndexFarOutOfRange) {
   const Tensor max64 = index_tensor({1}, {std::numeric_limits<int64_t>::max()}, DType::Int64);
   expect_pieces<IndexError>([&] { scatterx::index_select(self(), 1, max64); },
                             {"index_select: ", "index 9223372036854775807", "dimension 1 with size 4"});
+}
+
+// The bounds check folds a bit trick over the index (ops/detail/checks.cpp,
+// in_range_bits) rather than comparing: it must agree with v < 0 || v >= bound
+// at every edge, for bounds up to int64's largest (beyond int32's for an int32
+// index), each value alone and inside a run long enough for the vector loop
+// and the pieces.
+TEST(IndexBoundsCheck, AgreesWithTheComparisonAtEveryEdge) {
+  constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin64 = std::numeric_limits<int64_t>::min();
+  const std::vector<int64_t> bounds = {0,
+                                       1,
+                                       2,
+                                       3,
+                                       1000,
+                                       INT32_MAX - 1,
+                                       INT32_MAX,
+                                       int64_t{1} << 31,
+                                       (int64_t{1} << 31) + 1,
+                                       int64_t{1} << 32,
+                                       int64_t{1} << 62,
+                                       kMax64 - 1,
+                                       kMax64};
+  for (DType dtype : {DType::Int32, DType::Int64}) {
+    const int64_t lowest = dtype == DType::Int32 ? INT32_MIN : kMin64;
+    const int64_t highest = dtype == DType::Int32 ? INT32_MAX : kMax64;
+    for (int64_t bound : bounds) {
+      std::vector<int64_t> values = {lowest, lowest + 1, -2, -1, 0, 1, 2, highest - 1, highest};
+      for (int64_t near : {bound - 2, bound - 1, bound, bound + 1}) {
+        if (near >= lowest && near <= highest && near >= bound - 2) values.push_back(near);
+      }
+      for (int64_t v : values) {
+        SCOPED_TRACE(::testing::Message() << scatterx::dtype_name(dtype) << " value " << v << " bound " << bound);
+        const bool bad = v < 0 || v >= bound;
+        for (int64_t n : {int64_t{1}, int64_t{9000}}) {
+          // In-range zeros around v (or ones where 0 itself is out of range:
+          // bound 0 rejects every value anyway).
+          std::vector<int64_t> run(static_cast<size_t>(n), 0);
+          run[static_cast<size_t>(n / 2 + 1) % run.size()] = v;
+          const Tensor index = index_tensor({n}, run, dtype);
+          auto check = [&] { scatterx::detail::check_index_bounds("check", index, 0, bound); };
+          if (bad || bound == 0) {
+            EXPECT_THROW(check(), IndexError);
+          } else {
+            EXPECT_NO_THROW(check());
+          }
+        }
+      }
+    }
+  }
 }
 
 // The reported position is the first bad value in row-major order of the

@@ -2,13 +2,14 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <limits>
 #include <string>
+#include <type_traits>
 
 #include "ops/cuda.h"
 #include "ops/detail/cuda/index_check.h"
 #include "ops/detail/strided.h"
 #include "ops/dispatch.h"
+#include "ops/macros.h"
 #include "ops/runtime/cuda/runtime.h"
 #include "ops/runtime/parallel.h"
 
@@ -127,6 +128,28 @@ void check_no_overlap(const char* op, const char* written_name, const TensorView
 
 namespace {
 
+// A value v of an index lies in [0, bound) exactly when the top bit of
+// in_range_bits(v, in_range_limit(bound)) is set: v >= 0 sets the top bit of
+// ~v, and v < bound makes v - bound (taken modulo 2^w) wrap to a number with
+// the top bit set. Bounds past I's largest value are clamped to 2^(w-1),
+// which every v >= 0 lies below. Only unsigned subtraction, and-not and and:
+// a fold of it over a run vectorizes with the baseline ISA, where a signed
+// 64-bit min / max does not (SSE2 has no 64-bit compare), and it took 0.7 ns
+// an index (bench/RESULTS.md, "What one call costs").
+template <typename I>
+std::make_unsigned_t<I> in_range_limit(int64_t bound) {
+  using U = std::make_unsigned_t<I>;
+  constexpr U kTop = U{1} << (8 * sizeof(U) - 1);
+  return static_cast<uint64_t>(bound) >= kTop ? kTop : static_cast<U>(bound);
+}
+
+template <typename I>
+SCATTERX_INLINE std::make_unsigned_t<I> in_range_bits(I v, std::make_unsigned_t<I> limit) {
+  using U = std::make_unsigned_t<I>;
+  const U u = static_cast<U>(v);
+  return static_cast<U>(~u & static_cast<U>(u - limit));
+}
+
 template <typename I>
 [[noreturn]] void raise_first_bad_index(const char* op, const TensorView& index, int64_t dim, int64_t bound) {
   const I* data = static_cast<const I*>(index.data());
@@ -166,8 +189,9 @@ double check_index_bounds(const char* op, const TensorView& index, int64_t dim, 
       if (index.strides()[d] != 0) distinct.push(index.sizes()[d], {index.strides()[d]});
     }
     const StridedLayout<1> layout = distinct.collapsed();
-    // One contiguous run per row of the collapsed layout; min/max over it
-    // vectorizes. Only if a value is out of range is the slow search run.
+    // One contiguous run per row of the collapsed layout, folded by
+    // in_range_bits (which vectorizes). Only if a value is out of range is
+    // the slow search run.
     const int64_t inner = layout.ndim > 0 ? layout.sizes[layout.ndim - 1] : 1;
     const int64_t inner_stride = layout.ndim > 0 ? layout.strides[0][layout.ndim - 1] : 0;
     StridedLayout<1> rows = layout;
@@ -176,38 +200,31 @@ double check_index_bounds(const char* op, const TensorView& index, int64_t dim, 
     constexpr int64_t kPiece = 4096;  // rows are cut into pieces so a single long row still spreads over threads
     const int64_t pieces_per_row = (inner + kPiece - 1) / kPiece;
     const int64_t pieces = nrows * pieces_per_row;
-    int64_t lo = std::numeric_limits<int64_t>::max();
-    int64_t hi = std::numeric_limits<int64_t>::min();
+    using U = std::make_unsigned_t<I>;
+    const U limit = in_range_limit<I>(bound);
+    U all = ~U{0};
     const int nthreads = threads_for(nrows * inner, 1 << 16);
-    auto scan = [&](int64_t p, int64_t& low, int64_t& high) {
+    auto scan = [&](int64_t p, U& acc) {
       int64_t off[1];
       rows.offsets(p / pieces_per_row, off);
       const int64_t begin = (p % pieces_per_row) * kPiece;
       const int64_t end = std::min(inner, begin + kPiece);
       const I* row = data + off[0];
-      I piece_lo = row[begin * inner_stride];
-      I piece_hi = piece_lo;
+      U piece = ~U{0};
       if (inner_stride == 1) {
-        for (int64_t j = begin; j < end; ++j) {
-          piece_lo = std::min(piece_lo, row[j]);
-          piece_hi = std::max(piece_hi, row[j]);
-        }
+        for (int64_t j = begin; j < end; ++j) piece &= in_range_bits<I>(row[j], limit);
       } else {
-        for (int64_t j = begin; j < end; ++j) {
-          piece_lo = std::min(piece_lo, row[j * inner_stride]);
-          piece_hi = std::max(piece_hi, row[j * inner_stride]);
-        }
+        for (int64_t j = begin; j < end; ++j) piece &= in_range_bits<I>(row[j * inner_stride], limit);
       }
-      low = std::min<int64_t>(low, piece_lo);
-      high = std::max<int64_t>(high, piece_hi);
+      acc &= piece;
     };
     if (nthreads <= 1) {  // inline: see for_each_piece
-      for (int64_t p = 0; p < pieces; ++p) scan(p, lo, hi);
+      for (int64_t p = 0; p < pieces; ++p) scan(p, all);
     } else {
-#pragma omp parallel for num_threads(nthreads) schedule(static) reduction(min : lo) reduction(max : hi)
-      for (int64_t p = 0; p < pieces; ++p) scan(p, lo, hi);
+#pragma omp parallel for num_threads(nthreads) schedule(static) reduction(& : all)
+      for (int64_t p = 0; p < pieces; ++p) scan(p, all);
     }
-    if (lo < 0 || hi >= bound) raise_first_bad_index<I>(op, index, dim, bound);
+    if (!(all >> (8 * sizeof(U) - 1))) raise_first_bad_index<I>(op, index, dim, bound);
   });
   return -1;
 }

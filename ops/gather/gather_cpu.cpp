@@ -76,14 +76,24 @@ class CpuGather {
   // are at random addresses, so the first lines of a row a few ahead are
   // fetched early (only pays when they are not in cache, and costs little when
   // they are).
+  // The strides are read into locals first: a row's copy stores through a
+  // pointer the compiler must assume may alias g_, and reloading them after
+  // every row cost index_select of 64-byte rows a third of its time.
   template <typename Copy>
   SCATTERX_INLINE void copy_rows(E* out, const E* in, int64_t first, int64_t last, const Copy& copy) const {
     constexpr int64_t kAhead = 4;
     const int64_t row_bytes = g_.row_len * int64_t{sizeof(E)};
-    for (int64_t i = first; i < last; ++i) {
-      if (i + kAhead < last) prefetch_row(in + source_row(i + kAhead), row_bytes);
-      copy(out + i * g_.dim_stride[1], in + source_row(i));
+    const I* index = index_;
+    const int64_t index_stride = g_.dim_stride[2];
+    const int64_t in_stride = g_.dim_stride[0];
+    const int64_t out_stride = g_.dim_stride[1];
+    auto source = [&](int64_t i) { return in + static_cast<int64_t>(index[i * index_stride]) * in_stride; };
+    const int64_t prefetched = std::max(first, last - kAhead);
+    for (int64_t i = first; i < prefetched; ++i) {
+      prefetch_row(source(i + kAhead), row_bytes);
+      copy(out + i * out_stride, source(i));
     }
+    for (int64_t i = prefetched; i < last; ++i) copy(out + i * out_stride, source(i));
   }
 
   void copy_contiguous_rows(E* out, const E* in, int64_t first, int64_t last, int64_t row_bytes) const {
