@@ -204,8 +204,8 @@ TEST(IndexBoundsCheck, AgreesWithTheComparisonAtEveryEdge) {
         SCOPED_TRACE(::testing::Message() << scatterx::dtype_name(dtype) << " value " << v << " bound " << bound);
         const bool bad = v < 0 || v >= bound;
         for (int64_t n : {int64_t{1}, int64_t{9000}}) {
-          // In-range zeros around v (or ones where 0 itself is out of range:
-          // bound 0 rejects every value anyway).
+          // v among zeros, which are in range unless the bound is 0 (then
+          // every call must raise).
           std::vector<int64_t> run(static_cast<size_t>(n), 0);
           run[static_cast<size_t>(n / 2 + 1) % run.size()] = v;
           const Tensor index = index_tensor({n}, run, dtype);

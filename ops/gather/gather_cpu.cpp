@@ -76,24 +76,18 @@ class CpuGather {
   // are at random addresses, so the first lines of a row a few ahead are
   // fetched early (only pays when they are not in cache, and costs little when
   // they are).
-  // The strides are read into locals first: a row's copy stores through a
-  // pointer the compiler must assume may alias g_, and reloading them after
-  // every row cost index_select of 64-byte rows a third of its time.
   template <typename Copy>
   SCATTERX_INLINE void copy_rows(E* out, const E* in, int64_t first, int64_t last, const Copy& copy) const {
     constexpr int64_t kAhead = 4;
     const int64_t row_bytes = g_.row_len * int64_t{sizeof(E)};
-    const I* index = index_;
-    const int64_t index_stride = g_.dim_stride[2];
-    const int64_t in_stride = g_.dim_stride[0];
+    const SourceRows source = source_rows();
     const int64_t out_stride = g_.dim_stride[1];
-    auto source = [&](int64_t i) { return in + static_cast<int64_t>(index[i * index_stride]) * in_stride; };
     const int64_t prefetched = std::max(first, last - kAhead);
     for (int64_t i = first; i < prefetched; ++i) {
-      prefetch_row(source(i + kAhead), row_bytes);
-      copy(out + i * out_stride, source(i));
+      prefetch_row(in + source(i + kAhead), row_bytes);
+      copy(out + i * out_stride, in + source(i));
     }
-    for (int64_t i = prefetched; i < last; ++i) copy(out + i * out_stride, source(i));
+    for (int64_t i = prefetched; i < last; ++i) copy(out + i * out_stride, in + source(i));
   }
 
   void copy_contiguous_rows(E* out, const E* in, int64_t first, int64_t last, int64_t row_bytes) const {
@@ -112,12 +106,24 @@ class CpuGather {
             ...);
   }
 
-  SCATTERX_INLINE int64_t source_row(int64_t i) const {
-    return static_cast<int64_t>(index_[i * g_.dim_stride[2]]) * g_.dim_stride[0];
-  }
+  // Position i's source row, as an offset into its slice of the input. The
+  // strides are copied out of g_ once: a row's copy stores through a pointer
+  // the compiler must assume may alias g_, and reloading them after every row
+  // cost index_select of 64-byte rows a third of its time.
+  struct SourceRows {
+    const I* index;
+    int64_t index_stride;
+    int64_t in_stride;
+    SCATTERX_INLINE int64_t operator()(int64_t i) const {
+      return static_cast<int64_t>(index[i * index_stride]) * in_stride;
+    }
+  };
+  SourceRows source_rows() const { return {index_, g_.dim_stride[2], g_.dim_stride[0]}; }
 
   // index_select along the innermost dim, or a 1-d gather: element by element.
   void run_elements() const {
+    const SourceRows source = source_rows();
+    const int64_t out_stride = g_.dim_stride[1];
     parallel_for(g_.outer_numel * g_.k, kCopyBytesPerPiece / int64_t{sizeof(E)}, [&](int64_t begin, int64_t end) {
       int64_t off[3];
       for (int64_t u = begin; u < end;) {
@@ -126,7 +132,7 @@ class CpuGather {
         const int64_t stop = std::min(end, (o + 1) * g_.k);
         E* dst = out_ + off[1];
         const E* src = in_ + off[0];
-        for (int64_t i = u - o * g_.k; u < stop; ++u, ++i) dst[i * g_.dim_stride[1]] = src[source_row(i)];
+        for (int64_t i = u - o * g_.k; u < stop; ++u, ++i) dst[i * out_stride] = src[source(i)];
       }
     });
   }
