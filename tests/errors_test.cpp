@@ -221,6 +221,35 @@ TEST(IndexBoundsCheck, AgreesWithTheComparisonAtEveryEdge) {
   }
 }
 
+// The check folds a run many indices a step (ops/detail/checks.cpp,
+// in_range_run), then the rest one by one: a single bad value is found at
+// every position of runs of every length up to past two steps, and around the
+// 4096-index pieces, in both ISAs (ctest runs this binary with
+// SCATTERX_CPU_ISA=baseline too).
+TEST(IndexBoundsCheck, FindsOneBadValueAtEveryPositionOfARun) {
+  constexpr int64_t kBound = 50;
+  std::vector<int64_t> lengths;
+  for (int64_t n = 1; n <= 40; ++n) lengths.push_back(n);
+  for (int64_t n : {4095, 4096, 4097, 4127, 8193}) lengths.push_back(n);
+  for (DType dtype : {DType::Int32, DType::Int64}) {
+    for (int64_t n : lengths) {
+      std::vector<int64_t> run(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) run[static_cast<size_t>(i)] = (i * 7) % kBound;
+      EXPECT_NO_THROW(scatterx::detail::check_index_bounds("check", index_tensor({n}, run, dtype), 0, kBound));
+      for (int64_t at = 0; at < n; at += n <= 40 ? 1 : 31) {
+        for (int64_t bad : {int64_t{-1}, kBound}) {
+          SCOPED_TRACE(::testing::Message()
+                       << scatterx::dtype_name(dtype) << " length " << n << " value " << bad << " at " << at);
+          std::vector<int64_t> with_bad = run;
+          with_bad[static_cast<size_t>(at)] = bad;
+          EXPECT_THROW(scatterx::detail::check_index_bounds("check", index_tensor({n}, with_bad, dtype), 0, kBound),
+                       IndexError);
+        }
+      }
+    }
+  }
+}
+
 // The reported position is the first bad value in row-major order of the
 // index's logical shape, whatever its strides.
 TEST_F(ErrorTest, ReportsFirstBadIndexInLogicalOrder) {

@@ -10,6 +10,7 @@
 #include "ops/detail/strided.h"
 #include "ops/dispatch.h"
 #include "ops/macros.h"
+#include "ops/runtime/cpu_isa.h"
 #include "ops/runtime/cuda/runtime.h"
 #include "ops/runtime/parallel.h"
 
@@ -150,6 +151,31 @@ SCATTERX_INLINE std::make_unsigned_t<I> in_range_bits(I v, std::make_unsigned_t<
   return static_cast<U>(~u & static_cast<U>(u - limit));
 }
 
+// in_range_bits of every value of the contiguous run [run, run + n), anded.
+// 64 bytes of indices a step, into as many accumulators: with one, the loop
+// is a chain of dependent ands, 16 bytes (SSE2) or 32 (AVX2) at a time.
+template <typename I>
+SCATTERX_INLINE std::make_unsigned_t<I> in_range_run(const I* run, int64_t n, std::make_unsigned_t<I> limit) {
+  using U = std::make_unsigned_t<I>;
+  constexpr int kLanes = 64 / sizeof(I);
+  U acc[kLanes];
+  for (int k = 0; k < kLanes; ++k) acc[k] = ~U{0};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int k = 0; k < kLanes; ++k) acc[k] &= in_range_bits<I>(run[j + k], limit);
+  }
+  for (; j < n; ++j) acc[0] &= in_range_bits<I>(run[j], limit);
+  U all = ~U{0};
+  for (int k = 0; k < kLanes; ++k) all &= acc[k];
+  return all;
+}
+
+// The same compiled for AVX2 (cpu_isa.h): twice the indices an instruction.
+template <typename I>
+SCATTERX_TARGET_AVX2 std::make_unsigned_t<I> in_range_run_avx2(const I* run, int64_t n, std::make_unsigned_t<I> limit) {
+  return in_range_run<I>(run, n, limit);
+}
+
 template <typename I>
 [[noreturn]] void raise_first_bad_index(const char* op, const TensorView& index, int64_t dim, int64_t bound) {
   const I* data = static_cast<const I*>(index.data());
@@ -204,6 +230,7 @@ double check_index_bounds(const char* op, const TensorView& index, int64_t dim, 
     const U limit = in_range_limit<I>(bound);
     U all = ~U{0};
     const int nthreads = threads_for(nrows * inner, 1 << 16);
+    const bool avx2 = use_avx2();
     auto scan = [&](int64_t p, U& acc) {
       int64_t off[1];
       rows.offsets(p / pieces_per_row, off);
@@ -212,7 +239,8 @@ double check_index_bounds(const char* op, const TensorView& index, int64_t dim, 
       const I* row = data + off[0];
       U piece = ~U{0};
       if (inner_stride == 1) {
-        for (int64_t j = begin; j < end; ++j) piece &= in_range_bits<I>(row[j], limit);
+        piece = avx2 ? in_range_run_avx2<I>(row + begin, end - begin, limit)
+                     : in_range_run<I>(row + begin, end - begin, limit);
       } else {
         for (int64_t j = begin; j < end; ++j) piece &= in_range_bits<I>(row[j * inner_stride], limit);
       }

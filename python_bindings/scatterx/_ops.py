@@ -83,7 +83,8 @@ def _is_cupy(x) -> bool:
 
 
 def _framework(x):
-    if _is_torch(x):
+    exported = _torch_export_cache or _torch_export()
+    if exported is not None and isinstance(x, exported[0]):
         return _C.Framework.Torch
     return _C.Framework.CuPy if _is_cupy(x) else _C.Framework.NumPy
 
@@ -139,16 +140,48 @@ def _writable(x, op: str, name: str):
     return _raw(x, op, name)
 
 
+_torch_export_cache = None
+
+
+def _torch_export():
+    """(torch.Tensor, torch.utils.dlpack.to_dlpack) once the caller has imported torch, else None; looked up
+    once, since on a small tensor each attribute lookup is a visible share of the call."""
+    global _torch_export_cache
+    if _torch_export_cache is None:
+        torch = _torch()
+        if torch is None:
+            return None
+        _torch_export_cache = (torch.Tensor, torch.utils.dlpack.to_dlpack)
+    return _torch_export_cache
+
+
+def _is_plain_cpu(x, tensor) -> bool:
+    """Whether ``x`` is a CPU torch tensor (exactly ``tensor``, torch.Tensor) that records no grad and stores its
+    values as it means them: ``_raw`` and ``_writable`` would hand it on unchanged."""
+    return type(x) is tensor and x.is_cpu and not x.requires_grad and not x.is_conj() and not x.is_neg()
+
+
 def _plain_cpu_capsule(x):
-    """The DLPack capsule of ``x`` when it is a CPU torch tensor (exactly torch.Tensor) that records no grad and
-    stores its values as it means them, else None: ``_raw`` and ``_writable`` would return such a tensor
-    unchanged, so ``_arg`` / ``_out`` skip them. On a tensor of a few hundred elements their checks cost more
-    than the kernel (3 us of an index_add_'s 10); these attribute reads cost 0.3 us."""
-    torch = _torch()
-    if (torch is not None and type(x) is torch.Tensor and x.is_cpu and not x.requires_grad and not x.is_conj()
-            and not x.is_neg()):
-        return torch.utils.dlpack.to_dlpack(x)
-    return None
+    """The DLPack capsule of ``x`` when ``_is_plain_cpu``, else None: ``_arg`` / ``_out`` then skip ``_raw`` and
+    ``_writable``, whose checks cost more than the kernel on a tensor of a few hundred elements."""
+    exported = _torch_export_cache or _torch_export()
+    return exported[1](x) if exported is not None and _is_plain_cpu(x, exported[0]) else None
+
+
+def _plain_cpu_capsules(*arrays):
+    """The DLPack capsules of ``arrays`` when every one is ``_is_plain_cpu``, else None. Such arrays need no
+    gradient routing (``_needs_grad``) and no ``_framework`` test either: an op whose arrays all pass calls the
+    core at once (0.2 us a tensor, where ``_needs_grad``, ``_arg`` and ``_framework`` took 0.7)."""
+    exported = _torch_export_cache or _torch_export()
+    if exported is None:
+        return None
+    tensor, to_dlpack = exported
+    capsules = []
+    for x in arrays:
+        if not _is_plain_cpu(x, tensor):
+            return None
+        capsules.append(to_dlpack(x))
+    return capsules
 
 
 def _arg(x, op: str, name: str):
@@ -161,6 +194,12 @@ def _out(x, op: str, name: str):
     """An array the extension writes into, for one call: ``_writable``, then ``_exported``."""
     capsule = _plain_cpu_capsule(x)
     return capsule if capsule is not None else _exported(_writable(x, op, name))
+
+
+def _converted(op: str, in_place: bool, input, *named):
+    """The general conversion of an op's arrays: ``input`` by ``_out`` when the op writes it in place, else by
+    ``_arg``, then each ``(array, name)`` of ``named`` by ``_arg``."""
+    return [_out(input, op, "input") if in_place else _arg(input, op, "input")] + [_arg(a, op, n) for a, n in named]
 
 
 def _no_grad_support(op: str, *arrays) -> None:
@@ -192,6 +231,25 @@ def _scalar(x):
 # ---- gather ---------------------------------------------------------------------------------------------
 
 
+def _select(op: str, new, into, input, dim, index, out):
+    """gather and index_select: ``new`` makes the result, ``into`` writes ``out``; differentiable in ``input``
+    (through ``scatterx.torch``'s function of the op's name) only without ``out``."""
+    if out is not None:
+        arrays = _plain_cpu_capsules(out, input, index)
+        if arrays is None:
+            _no_grad_support(op, input, out)
+            arrays = [_out(out, op, "out"), _arg(input, op, "input"), _arg(index, op, "index")]
+        into(arrays[0], arrays[1], dim, arrays[2])
+        return out
+    arrays = _plain_cpu_capsules(input, index)
+    if arrays is None:
+        if _needs_grad(input):
+            from . import torch as sx_torch
+            return getattr(sx_torch, op)(input, dim, index)
+        arrays = [_arg(input, op, "input"), _arg(index, op, "index")]
+    return new(arrays[0], dim, arrays[1], _framework(input))
+
+
 def gather(input: Array, dim: int, index: Array, *, sparse_grad: bool = False, out: Optional[Array] = None) -> Array:
     """:torch:`gather`: ``out[i][j][k] = input[index[i][j][k]][j][k]`` (dim 0).
 
@@ -202,14 +260,7 @@ def gather(input: Array, dim: int, index: Array, *, sparse_grad: bool = False, o
     Errors: IndexError for an index outside ``[0, input.size(dim))``,
     ValueError for ranks, sizes or ``dim``, TypeError for dtypes.
     """
-    if out is None and _needs_grad(input):
-        from . import torch as sx_torch
-        return sx_torch.gather(input, dim, index)
-    if out is not None:
-        _no_grad_support("gather", input, out)
-        _C.gather_out(_out(out, "gather", "out"), _arg(input, "gather", "input"), dim, _arg(index, "gather", "index"))
-        return out
-    return _C.gather(_arg(input, "gather", "input"), dim, _arg(index, "gather", "index"), _framework(input))
+    return _select("gather", _C.gather, _C.gather_out, input, dim, index, out)
 
 
 def index_select(input: Array, dim: int, index: Array, *, out: Optional[Array] = None) -> Array:
@@ -221,15 +272,7 @@ def index_select(input: Array, dim: int, index: Array, *, out: Optional[Array] =
     index outside ``[0, input.size(dim))``, ValueError for shapes or ``dim``,
     TypeError for dtypes.
     """
-    if out is None and _needs_grad(input):
-        from . import torch as sx_torch
-        return sx_torch.index_select(input, dim, index)
-    op = "index_select"
-    if out is not None:
-        _no_grad_support(op, input, out)
-        _C.index_select_out(_out(out, op, "out"), _arg(input, op, "input"), dim, _arg(index, op, "index"))
-        return out
-    return _C.index_select(_arg(input, op, "input"), dim, _arg(index, op, "index"), _framework(input))
+    return _select("index_select", _C.index_select, _C.index_select_out, input, dim, index, out)
 
 
 # ---- scatter --------------------------------------------------------------------------------------------
@@ -290,12 +333,15 @@ def _scatter_reduce(kind, in_place, input, dim, index, src, reduce, include_self
     op = kind + ("_" if in_place else "")
     if not isinstance(reduce, str):
         raise TypeError(f"{op}: expected reduce to be a string, got {reduce!r}")
-    if _needs_grad(input, src):
-        from . import torch as sx_torch
-        return sx_torch.scatter_reduce(input, dim, index, src, reduce, include_self=include_self, in_place=in_place)
-    self_ = _out(input, op, "input") if in_place else _arg(input, op, "input")
-    result = _C.scatter(kind, self_, dim, _arg(index, op, "index"), _arg(src, op, "src"), reduce,
-                        include_self, in_place, _framework(input))
+    arrays = _plain_cpu_capsules(input, index, src)
+    if arrays is None:
+        if _needs_grad(input, src):
+            from . import torch as sx_torch
+            return sx_torch.scatter_reduce(input, dim, index, src, reduce, include_self=include_self,
+                                           in_place=in_place)
+        arrays = _converted(op, in_place, input, (index, "index"), (src, "src"))
+    result = _C.scatter(kind, arrays[0], dim, arrays[1], arrays[2], reduce, include_self, in_place,
+                        _framework(input))
     return input if in_place else result
 
 
@@ -351,12 +397,13 @@ def _index_add(in_place, input, dim, index, source, alpha):
     op = "index_add_" if in_place else "index_add"
     if not _is_scalar(alpha):
         raise TypeError(f"{op}: expected alpha to be a Python number, got {type(alpha).__name__}")
-    if _needs_grad(input, source):
-        from . import torch as sx_torch
-        return sx_torch.index_add(input, dim, index, source, alpha=alpha, in_place=in_place)
-    self_ = _out(input, op, "input") if in_place else _arg(input, op, "input")
-    result = _C.index_add(self_, dim, _arg(index, op, "index"), _arg(source, op, "source"),
-                          _scalar(alpha), in_place, _framework(input))
+    arrays = _plain_cpu_capsules(input, index, source)
+    if arrays is None:
+        if _needs_grad(input, source):
+            from . import torch as sx_torch
+            return sx_torch.index_add(input, dim, index, source, alpha=alpha, in_place=in_place)
+        arrays = _converted(op, in_place, input, (index, "index"), (source, "source"))
+    result = _C.index_add(arrays[0], dim, arrays[1], arrays[2], _scalar(alpha), in_place, _framework(input))
     return input if in_place else result
 
 
@@ -384,12 +431,13 @@ def index_add_(input: Array, dim: int, index: Array, source: Array, *, alpha: An
 
 def _index_add_weighted(in_place, input, dim, index, source, weights):
     op = "index_add_weighted_" if in_place else "index_add_weighted"
-    if _needs_grad(input, source, weights):
-        from . import torch as sx_torch
-        return sx_torch.index_add_weighted(input, dim, index, source, weights, in_place=in_place)
-    self_ = _out(input, op, "input") if in_place else _arg(input, op, "input")
-    result = _C.index_add_weighted(self_, dim, _arg(index, op, "index"), _arg(source, op, "source"),
-                                   _arg(weights, op, "weights"), in_place, _framework(input))
+    arrays = _plain_cpu_capsules(input, index, source, weights)
+    if arrays is None:
+        if _needs_grad(input, source, weights):
+            from . import torch as sx_torch
+            return sx_torch.index_add_weighted(input, dim, index, source, weights, in_place=in_place)
+        arrays = _converted(op, in_place, input, (index, "index"), (source, "source"), (weights, "weights"))
+    result = _C.index_add_weighted(arrays[0], dim, arrays[1], arrays[2], arrays[3], in_place, _framework(input))
     return input if in_place else result
 
 
@@ -417,12 +465,15 @@ def _index_reduce(in_place, input, dim, index, source, reduce, include_self):
     op = "index_reduce_" if in_place else "index_reduce"
     if not isinstance(reduce, str):
         raise TypeError(f"{op}: expected reduce to be a string, got {reduce!r}")
-    if _needs_grad(input, source):
-        from . import torch as sx_torch
-        return sx_torch.index_reduce(input, dim, index, source, reduce, include_self=include_self, in_place=in_place)
-    self_ = _out(input, op, "input") if in_place else _arg(input, op, "input")
-    result = _C.index_reduce(self_, dim, _arg(index, op, "index"), _arg(source, op, "source"),
-                             reduce, include_self, in_place, _framework(input))
+    arrays = _plain_cpu_capsules(input, index, source)
+    if arrays is None:
+        if _needs_grad(input, source):
+            from . import torch as sx_torch
+            return sx_torch.index_reduce(input, dim, index, source, reduce, include_self=include_self,
+                                         in_place=in_place)
+        arrays = _converted(op, in_place, input, (index, "index"), (source, "source"))
+    result = _C.index_reduce(arrays[0], dim, arrays[1], arrays[2], reduce, include_self, in_place,
+                             _framework(input))
     return input if in_place else result
 
 

@@ -104,6 +104,25 @@ inline TensorView view_of(const Array& a, const char* op, const char* name) {
                     device_of(a.device_type(), a.device_id(), op, name));
 }
 
+// torch's converter of a DLPack capsule into a tensor, looked up once (the
+// caller has imported torch: its tensor is the main input). nanobind's own
+// torch export hands torch an object with __dlpack__, which
+// torch.utils.dlpack.from_dlpack takes through a Python-level negotiation
+// (device, stream, version keywords retried): 1.1 us a result, where the
+// capsule's converter takes 0.4 (bench/RESULTS.md, "What one call costs").
+// torch._C._from_dlpack is what the public function calls for a capsule;
+// without it, the public function.
+inline nb::handle torch_from_capsule() {
+  static nb::handle fn = [] {
+    nb::module_ torch = nb::module_::import_("torch");
+    nb::object c = torch.attr("_C");
+    nb::object f = nb::hasattr(c, "_from_dlpack") ? c.attr("_from_dlpack")
+                                                  : nb::module_::import_("torch.utils.dlpack").attr("from_dlpack");
+    return f.release();  // kept for the interpreter's life, as torch's module is
+  }();
+  return fn;
+}
+
 // Hands a result to Python without copying: the capsule owns the Tensor
 // (host or device memory; a CUDA result goes back as a torch CUDA tensor or a
 // CuPy array).
@@ -119,7 +138,12 @@ inline nb::object to_python(Tensor&& result, Framework framework) {
   const int32_t device_id = cuda ? owned->device().index : 0;
   const int64_t* strides = owned->strides().data();
   if (framework == Framework::Torch) {
-    return nb::cast(nb::ndarray<nb::pytorch>(owned->data(), ndim, shape, owner, strides, dt, device_type, device_id));
+    // A framework-less ndarray leaves as a bare DLPack capsule. torch reads
+    // no stream from it, as it read none from nanobind's object for a host
+    // tensor; a CUDA result was made on torch's current stream.
+    nb::object capsule =
+        nb::cast(nb::ndarray<>(owned->data(), ndim, shape, owner, strides, dt, device_type, device_id));
+    return torch_from_capsule()(capsule);
   }
   if (framework == Framework::CuPy) {
     return nb::cast(nb::ndarray<nb::cupy>(owned->data(), ndim, shape, owner, strides, dt, device_type, device_id));

@@ -392,3 +392,47 @@ def test_index_add_under_no_grad_takes_tensors_that_require_grad():
         assert sx.index_add_(mine, 0, index, src) is mine
         theirs.index_add_(0, index, src)
     assert mine.requires_grad and torch.equal(mine.detach(), theirs.detach())
+
+
+def test_an_op_takes_the_plain_path_only_when_every_tensor_is_plain():
+    """_plain_cpu_capsules is all or nothing: capsules of every array's own memory when all are plain CPU
+    tensors, else None, and the op then converts each argument as before (a negative view's values as it
+    means them, a numpy index as it is, grad routed)."""
+    from scatterx._ops import _plain_cpu_capsules
+
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)[:, 1:]  # a strided view
+    index = torch.tensor([2, 0, 2, 1])
+    capsules = _plain_cpu_capsules(x, index)
+    backs = [torch.utils.dlpack.from_dlpack(c) for c in capsules]
+    assert [b.data_ptr() for b in backs] == [x.data_ptr(), index.data_ptr()]
+    assert backs[0].stride() == x.stride() and torch.equal(backs[1], index)
+    odd = [index.numpy(), torch.ones(4, requires_grad=True), torch.nn.Parameter(torch.ones(4)),
+           torch.tensor([1 + 2j]).conj(), torch.tensor([1.0])._neg_view(), 3]
+    for other in odd:
+        assert _plain_cpu_capsules(x, other) is None and _plain_cpu_capsules(other, x) is None
+
+    source = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0], [1.0, 1.0, 1.0]])._neg_view()
+    torch.testing.assert_close(sx.index_add(x, 0, index, source), x.index_add(0, index, source), rtol=0, atol=0)
+    torch.testing.assert_close(sx.index_select(x, 0, index.numpy()), x.index_select(0, index), rtol=0, atol=0)
+    leaf = x.clone().requires_grad_()
+    sx.index_select(leaf, 0, index).sum().backward()
+    assert torch.equal(leaf.grad, torch.zeros(3, 3).index_add_(0, index, torch.ones(4, 3)))
+
+
+def test_new_torch_results_own_their_memory():
+    """A result leaves the extension as a DLPack capsule that torch adopts: it outlives every argument, is
+    writable, and a second result never shares its memory."""
+    import gc
+
+    x = torch.randn(64, 8)
+    index = torch.randint(0, 64, (100,))
+    expected = x.index_select(0, index)
+    first = sx.index_select(x, 0, index)
+    second = sx.index_select(x, 0, index)
+    assert first.data_ptr() != second.data_ptr()
+    del x, index
+    gc.collect()
+    scratch = [torch.randn(64, 8) for _ in range(8)]  # reuse of freed memory would show in the results
+    assert torch.equal(first, expected) and torch.equal(second, expected) and len(scratch) == 8
+    first.add_(1)
+    assert torch.equal(first, expected + 1) and torch.equal(second, expected)
