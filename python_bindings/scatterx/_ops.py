@@ -288,17 +288,20 @@ def _scatter(in_place: bool, input, dim, index, src, value, reduce):
         raise TypeError(f"{op}: expected src (an array) or value (a number), got neither")
     if reduce is not None and not isinstance(reduce, str):
         raise TypeError(f"{op}: expected reduce to be None, 'add' or 'multiply', got {reduce!r}")
-    _no_grad_support(op, input, src)
     reduce_name = "none" if reduce is None else reduce
-    self_ = _out(input, op, "input") if in_place else _arg(input, op, "input")
-    if src is None:
-        if not _is_scalar(value):
-            raise TypeError(f"{op}: expected value to be a Python number, got {type(value).__name__}")
-        result = _C.scatter_value(self_, dim, _arg(index, op, "index"), _scalar(value), reduce_name, in_place,
-                                  _framework(input))
-    else:
-        result = _C.scatter("scatter", self_, dim, _arg(index, op, "index"), _arg(src, op, "src"), reduce_name, True,
-                            in_place, _framework(input))
+    arrays = None if src is None else _plain_cpu_capsules(input, index, src)
+    if arrays is None:
+        _no_grad_support(op, input, src)
+        self_ = _out(input, op, "input") if in_place else _arg(input, op, "input")
+        if src is None:
+            if not _is_scalar(value):
+                raise TypeError(f"{op}: expected value to be a Python number, got {type(value).__name__}")
+            result = _C.scatter_value(self_, dim, _arg(index, op, "index"), _scalar(value), reduce_name, in_place,
+                                      _framework(input))
+            return input if in_place else result
+        arrays = [self_, _arg(index, op, "index"), _arg(src, op, "src")]
+    result = _C.scatter("scatter", arrays[0], dim, arrays[1], arrays[2], reduce_name, True, in_place,
+                        _framework(input))
     return input if in_place else result
 
 
