@@ -112,14 +112,19 @@ inline TensorView view_of(const Array& a, const char* op, const char* name) {
 // capsule's converter takes 0.4 (bench/RESULTS.md, "What one call costs").
 // torch._C._from_dlpack is what the public function calls for a capsule;
 // without it, the public function.
+//
+// Cached in a plain pointer, not a guarded static: the lookup runs Python
+// (an import), which may let another thread take the GIL, and that thread
+// would then wait on the static's guard while holding the GIL the first one
+// needs. Two threads may both look it up; one reference then stays unused.
 inline nb::handle torch_from_capsule() {
-  static nb::handle fn = [] {
-    nb::module_ torch = nb::module_::import_("torch");
-    nb::object c = torch.attr("_C");
+  static PyObject* fn = nullptr;
+  if (fn == nullptr) {
+    nb::object c = nb::module_::import_("torch").attr("_C");
     nb::object f = nb::hasattr(c, "_from_dlpack") ? c.attr("_from_dlpack")
                                                   : nb::module_::import_("torch.utils.dlpack").attr("from_dlpack");
-    return f.release();  // kept for the interpreter's life, as torch's module is
-  }();
+    fn = f.release().ptr();  // kept for the interpreter's life, as torch's module is
+  }
   return fn;
 }
 
