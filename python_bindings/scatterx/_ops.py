@@ -61,17 +61,32 @@ def _is_torch(x) -> bool:
     return torch is not None and isinstance(x, torch.Tensor)
 
 
+_torch_export_cache = None
+
+
+def _torch_export():
+    """(torch.Tensor, torch.utils.dlpack.to_dlpack) once the caller has imported torch, else None; looked up
+    once, since on a small tensor each attribute lookup is a visible share of the call."""
+    global _torch_export_cache
+    if _torch_export_cache is None:
+        torch = _torch()
+        if torch is None:
+            return None
+        _torch_export_cache = (torch.Tensor, torch.utils.dlpack.to_dlpack)
+    return _torch_export_cache
+
+
 def _exported(x):
     """What the extension is handed for ``x``: a CPU torch tensor as the DLPack capsule of
     ``torch.utils.dlpack.to_dlpack`` (0.3 us, where ``Tensor.__dlpack__``'s Python-level checks take 2.2 us in
     torch 2.15: most of a small collective's time), a list element by element, anything else as it is. CUDA
     tensors keep ``__dlpack__``, whose stream argument orders them. ``x`` is what ``_raw`` returned (detached,
     values as stored); the capsule holds the tensor alive until the extension takes it."""
-    torch = _torch()
-    if torch is None:
+    exported = _torch_export_cache or _torch_export()
+    if exported is None:
         return x
-    if isinstance(x, torch.Tensor):
-        return torch.utils.dlpack.to_dlpack(x) if x.is_cpu else x
+    if isinstance(x, exported[0]):
+        return exported[1](x) if x.is_cpu else x
     if isinstance(x, list):
         return [_exported(e) for e in x]
     return x
@@ -138,21 +153,6 @@ def _writable(x, op: str, name: str):
         raise ValueError(f"{op}: expected {name} to hold its values as stored (it is written in place), got a "
                          f"torch {'conjugate' if x.is_conj() else 'negative'} view; call resolve_conj() / resolve_neg()")
     return _raw(x, op, name)
-
-
-_torch_export_cache = None
-
-
-def _torch_export():
-    """(torch.Tensor, torch.utils.dlpack.to_dlpack) once the caller has imported torch, else None; looked up
-    once, since on a small tensor each attribute lookup is a visible share of the call."""
-    global _torch_export_cache
-    if _torch_export_cache is None:
-        torch = _torch()
-        if torch is None:
-            return None
-        _torch_export_cache = (torch.Tensor, torch.utils.dlpack.to_dlpack)
-    return _torch_export_cache
 
 
 def _is_plain_cpu(x, tensor) -> bool:

@@ -12,7 +12,7 @@ import torch
 
 from .. import _C
 from .._plan import IndexPlan
-from ._common import _TORCH, arg, broadcast, tensor, wants_grad
+from ._common import _TORCH, arg, broadcast, on_cpu_or_cuda, on_one_device, tensor, wants_grad
 from ._scatter import extremum_values, scatter, scatter_max, scatter_sum
 
 
@@ -46,7 +46,6 @@ def _shifted(src: torch.Tensor, at: _Positions, dim_size: Optional[int]) -> torc
 
 
 _FUSED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
-_FUSED_DEVICES = ("cpu", "cuda")
 
 
 class _FusedSoftmax(torch.autograd.Function):
@@ -86,9 +85,9 @@ def _fused_plan(op: str, src: torch.Tensor, index, dim: int, dim_size: Optional[
             raise ValueError(f"{op}: an IndexPlan groups the rows along dim 0, got dim={dim} for src of "
                              f"{src.dim()} dims")
         index.check_dim_size(op, dim_size)
-        return index if src.dtype in _FUSED_DTYPES and src.device.type in _FUSED_DEVICES else None
+        return index if src.dtype in _FUSED_DTYPES and on_cpu_or_cuda(src) else None
     if (src.dim() == 0 or dim not in (0, -src.dim()) or src.dtype not in _FUSED_DTYPES
-            or src.device.type not in _FUSED_DEVICES or index.device != src.device
+            or not on_one_device(src, index)
             or index.dim() != 1 or index.dtype not in (torch.int32, torch.int64) or index.size(0) != src.size(0)):
         return None
     return IndexPlan(index, dim_size)
