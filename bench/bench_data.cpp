@@ -115,6 +115,17 @@ const GnnData& gnn_data() {
   return data;
 }
 
+scatterx::TensorView gnn_messages_at_16_bytes() {
+  static const Tensor storage = [] {
+    const Tensor& m = gnn_data().messages;
+    Tensor t = Tensor::empty({m.numel() + 16}, DType::Float32);
+    std::memcpy(t.data_as<float>() + 4, m.data(), static_cast<size_t>(m.numel()) * sizeof(float));
+    return t;
+  }();
+  const Tensor& m = gnn_data().messages;
+  return scatterx::TensorView(storage.data_as<float>() + 4, DType::Float32, m.sizes());
+}
+
 const MoeData& moe_data() {
   static const MoeData data = [] {
     const Sizes& s = sizes();

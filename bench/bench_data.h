@@ -66,6 +66,10 @@ struct GnnData {
   scatterx::Tensor src_index;  // [edges] int64 uniform: gather_scatter's source nodes (index[] its destinations)
 };
 const GnnData& gnn_data();
+// GnnData::messages' values at an address 16 bytes past a cache line, as
+// numpy allocates (torch.from_numpy keeps that address): each 256-byte row
+// then spans 5 cache lines. Built on first use.
+scatterx::TensorView gnn_messages_at_16_bytes();
 
 // MoE token routing: `tokens` rows of `hidden` bfloat16 permuted and back.
 struct MoeData {

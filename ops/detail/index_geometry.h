@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ops/detail/prefetch.h"
 #include "ops/detail/strided.h"
 #include "ops/macros.h"
 #include "ops/tensor.h"
@@ -103,23 +104,6 @@ inline RowTile row_tile(const IndexGeometry& g, const RowTiling& t, int64_t u) {
   for (int k = 0; k < 3; ++k) tile.offset[k] += j0 * g.row_stride[k];
   tile.len = std::min(t.chunk, g.row_len - j0);
   return tile;
-}
-
-// Prefetches the first bytes (up to 8 cache lines) of a row about to be read
-// at a random address. Straight-line code on purpose: GCC deletes a loop of
-// prefetches as a loop without side effects.
-SCATTERX_INLINE void prefetch_row(const void* p, int64_t bytes) {
-  const char* c = static_cast<const char*>(p);
-  __builtin_prefetch(c);
-  if (bytes > 64) __builtin_prefetch(c + 64);
-  if (bytes > 128) __builtin_prefetch(c + 128);
-  if (bytes > 192) __builtin_prefetch(c + 192);
-  if (bytes > 256) {
-    __builtin_prefetch(c + 256);
-    if (bytes > 320) __builtin_prefetch(c + 320);
-    if (bytes > 384) __builtin_prefetch(c + 384);
-    if (bytes > 448) __builtin_prefetch(c + 448);
-  }
 }
 
 }  // namespace scatterx::detail

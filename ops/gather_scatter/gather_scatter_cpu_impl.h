@@ -17,6 +17,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "ops/detail/prefetch.h"
 #include "ops/detail/segments.h"
 #include "ops/dispatch.h"
 #include "ops/gather_scatter/gather_scatter_args.h"
@@ -109,7 +110,7 @@ SCATTERX_INLINE void fold_tile(const GatherScatterArgs& a, const Buffer<RowId>& 
     if (p + kPrefetch < a.edges) {
       const char* ahead =
           reinterpret_cast<const char*>(x + static_cast<int64_t>(rows[p + kPrefetch]) * a.features + k0);
-      for (size_t b = 0; b < count * sizeof(T); b += 64) __builtin_prefetch(ahead + b);
+      prefetch_bytes(ahead, static_cast<size_t>(count) * sizeof(T));
     }
     const T* row = x + static_cast<int64_t>(rows[p]) * a.features + k0;
     if constexpr (kWeighted) {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "ops/detail/prefetch.h"
 #include "ops/detail/segments.h"
 #include "ops/dispatch.h"
 #include "ops/gather_scatter/scatter_softmax.h"
@@ -104,7 +105,7 @@ void softmax_tile(const T* x, T* out, const Rows& r, int64_t begin, int64_t end,
   for (int64_t p = begin; p < end; ++p) {
     if (p + kPrefetch < r.positions) {
       const char* ahead = reinterpret_cast<const char*>(x + r.order[p + kPrefetch] * F + k0);
-      for (size_t b = 0; b < count * sizeof(T); b += 64) __builtin_prefetch(ahead + b);
+      prefetch_bytes(ahead, static_cast<size_t>(count) * sizeof(T));
     }
     const T* row = x + r.order[p] * F + k0;
     for (int64_t j = 0; j < count; ++j) m[j] = arith::max(m[j], static_cast<A>(row[j]));
