@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ops/detail/checks.h"
+#include "ops/detail/prefetch.h"
 #include "ops/dispatch.h"
 #include "ops/gather_scatter/cuda/gather_scatter_cuda.h"
 #include "ops/gather_scatter/gather_scatter_dispatch.h"
@@ -47,11 +48,12 @@ void dot_edges(const TensorView& a, const TensorView& a_index, const TensorView&
   const int64_t bs = b_index.strides()[0];
   const int64_t edges = a_index.size(0);
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(features, 1));
+  const int64_t row_bytes = features * int64_t{sizeof(T)};
   detail::parallel_for(edges, grain, [&](int64_t begin, int64_t end) {
     for (int64_t e = begin; e < end; ++e) {
       if (e + kPrefetch < end) {
-        __builtin_prefetch(a_rows + static_cast<int64_t>(ai[(e + kPrefetch) * as]) * features);
-        __builtin_prefetch(b_rows + static_cast<int64_t>(bi[(e + kPrefetch) * bs]) * features);
+        detail::prefetch_row(a_rows + static_cast<int64_t>(ai[(e + kPrefetch) * as]) * features, row_bytes);
+        detail::prefetch_row(b_rows + static_cast<int64_t>(bi[(e + kPrefetch) * bs]) * features, row_bytes);
       }
       const T* x = a_rows + static_cast<int64_t>(ai[e * as]) * features;
       const T* y = b_rows + static_cast<int64_t>(bi[e * bs]) * features;
