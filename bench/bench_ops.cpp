@@ -11,6 +11,8 @@
 //        gather and the scatters take the 1-d index expanded to [1M, 64] with
 //        unsqueeze(1).expand() (stride 0 along the features), as torch_scatter
 //        users broadcast it; index_select and index_add_ take it 1-d.
+//        BM_scatter_add/gnn/*/src_at_16B reads the messages 16 bytes past a
+//        cache line, where numpy's arrays start (5 lines a row, not 4).
 //        BM_gather_scatter folds table[src_index] into [100k, 64] by index
 //        (fused, a new output per call) next to BM_index_select_index_add, the
 //        same result in two steps through the [1M, 64] messages (index_select_out
