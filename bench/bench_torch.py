@@ -19,7 +19,9 @@ C++ benchmark's data):
         index_select (dispatch), gather (expanded index) and index_add_ by the
         permutation (combine).
 
-``--size small`` (10k nodes, 100k edges, 1024 tokens x 1024) is a smoke run.
+``--size small`` (10k nodes, 100k edges, 1024 tokens x 1024) is a smoke run; ``--size large`` (2M nodes,
+20M edges of 16 float32, the MoE rows as full) takes minutes per row family: pick rows with ``--ops FAMILY``
+(scatter_add_, scatter_reduce_, index_add_, index_add_weighted_, gather, index_select).
 
 Allocator: torch allocates its scratch and results (the sort buffers of the
 expanded-index scatter path, index_select's result) with glibc malloc, which
@@ -70,7 +72,7 @@ rows without the floors); --json writes the rows in scatterx.bench.results' form
 them).
 
 Usage:
-  python bench/bench_torch.py [--threads 2] [--reps 11] [--size full|small]
+  python bench/bench_torch.py [--threads 2] [--reps 11] [--size full|small|large] [--ops FAMILY ...]
                               [--markdown-out FILE] [--json FILE] [--strict]
 """
 
@@ -94,8 +96,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=2, help="threads for both libraries (default 2)")
     ap.add_argument("--reps", type=int, default=11, help="timed repetitions per library and op (default 11)")
-    ap.add_argument("--size", choices=("full", "small"), default="full",
-                    help="full: the C++ benchmark's sizes (default, about a minute); small: a smoke run of seconds")
+    ap.add_argument("--size", choices=("full", "small", "large"), default="full",
+                    help="full: the C++ benchmark's sizes (default, about a minute); small: a smoke run of seconds; "
+                         "large: a 2M-node, 20M-edge graph (minutes; pick rows with --ops)")
+    ap.add_argument("--ops", nargs="+", metavar="FAMILY",
+                    help="only these rows, by family: scatter_add_ scatter_reduce_ index_add_ index_add_weighted_ "
+                         "gather index_select (default: all)")
     ap.add_argument("--markdown-out", metavar="FILE", help="also write the report (markdown) to FILE")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON (scatterx.bench.results) to FILE")
     ap.add_argument("--strict", action="store_true", help="exit 1 if a floor is missed or a result check fails")
@@ -136,7 +142,13 @@ def main() -> int:
     def on_data(kind, seconds):
         print(f"{kind.upper()} data generated in {seconds:.1f} s", file=sys.stderr)
 
-    rows, checker = local.run(local.specs(scatterx, torch), args.size, torch, measure, on_data)
+    specs = local.specs(scatterx, torch)
+    if args.ops:
+        unknown = sorted(set(args.ops) - set(local.FAMILIES))
+        if unknown:
+            ap.error(f"--ops: unknown {', '.join(unknown)}; expected some of {', '.join(local.FAMILIES)}")
+        specs = [s for s in specs if s.family in args.ops]
+    rows, checker = local.run(specs, args.size, torch, measure, on_data)
     failures = checker.failures
 
     # ---- report ----

@@ -135,6 +135,53 @@ TEST_F(DeterminismTest, IndexAddAndLongVector) {
       ref::scatter_reduce(vec.view, 0, vec_index.view, vec_src.view, Reduce::Mean, true));
 }
 
+// index_add_ / index_reduce_ into 2^18 + 700 targets: the grouped fold over
+// the two-level counting sort (target_blocks.h), with most targets
+// hit a few times or never, one target hit by every 16th position, and a
+// last block only partly filled; int64 and int32 indices, float32 and
+// bfloat16 rows.
+TEST_F(DeterminismTest, IndexAddIntoManyTargets) {
+  Rng rng(case_seed(current_test_name(), 0));
+  const int64_t targets = (int64_t{1} << 18) + 700;
+  const int64_t positions = 80000;
+  const int64_t hot = 123457;
+  for (DType index_dtype : {DType::Int64, DType::Int32}) {
+    SCOPED_TRACE(index_dtype == DType::Int64 ? "int64 index" : "int32 index");
+    Buf index = index_buf({positions}, index_dtype, kContiguous, rng, 0, targets - 1);
+    for (int64_t i = 0; i < positions; i += 16) {
+      if (index_dtype == DType::Int64) {
+        index.view.data_as<int64_t>()[i] = hot;
+      } else {
+        index.view.data_as<int32_t>()[i] = static_cast<int32_t>(hot);
+      }
+    }
+    const TensorView i = index.view;
+    Buf self = random_buf({targets, 16}, DType::Float32, kContiguous, rng);
+    Buf source = random_buf({positions, 16}, DType::Float32, kContiguous, rng);
+    Buf weights = random_buf({positions}, DType::Float32, kContiguous, rng);
+    const TensorView s = self.view;
+    expect_deterministic(
+        "index_add", [&] { return scatterx::index_add(s, 0, i, source.view); },
+        ref::index_add(s, 0, i, source.view, Scalar(int64_t{1})));
+    expect_deterministic(
+        "index_add_weighted", [&] { return scatterx::index_add_weighted(s, 0, i, source.view, weights.view); },
+        ref::index_add_weighted(s, 0, i, source.view, weights.view));
+    expect_deterministic(
+        "index_reduce mean, include_self=false",
+        [&] { return scatterx::index_reduce(s, 0, i, source.view, Reduce::Mean, false); },
+        ref::index_reduce(s, 0, i, source.view, Reduce::Mean, false));
+    expect_deterministic(
+        "index_reduce amax", [&] { return scatterx::index_reduce(s, 0, i, source.view, Reduce::Amax, true); },
+        ref::index_reduce(s, 0, i, source.view, Reduce::Amax, true));
+    Buf half_self = random_buf({targets, 8}, DType::BFloat16, kContiguous, rng);
+    Buf half_source = random_buf({positions, 8}, DType::BFloat16, kContiguous, rng);
+    expect_deterministic(
+        "bfloat16 index_add", [&] { return scatterx::index_add(half_self.view, 0, i, half_source.view); },
+        ref::index_add(half_self.view, 0, i, half_source.view, Scalar(int64_t{1})));
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 // Medium-sized problems (10^5 to 10^6 positions) under 3 threads, so every
 // kernel path really splits its work: each reduce against the reference on a
 // general index along dim 0 (one outer position, the row dim cut into

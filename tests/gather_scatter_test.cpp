@@ -170,15 +170,17 @@ TEST(GatherScatter, MatchesReference) {
 }
 
 // Many edges into few destinations and about as many destinations as edges
-// (both grouped densely, by the kernel's counting sort) and far more
+// (both grouped densely, by the kernel's counting sort), 2^18 destinations
+// and more (densely, the counting sort in two levels) and far more
 // destinations than edges (grouped sparsely, by a plan), unweighted sum
-// against index_select + index_add.
+// against index_select + index_add; the many destinations by a plan too.
 TEST(GatherScatter, MatchesIndexSelectIndexAdd) {
   Rng rng(case_seed("GatherScatter.MatchesIndexSelectIndexAdd", 0));
   ValueOptions values;
   values.special_rate = 0;
-  for (const auto& [nodes, edges] : {std::pair<int64_t, int64_t>{7, 20000}, {5000, 20000}, {200000, 300}}) {
-    ASSERT_EQ(scatterx::detail::groups_densely(edges, nodes), nodes <= 5000);
+  for (const auto& [nodes, edges] :
+       {std::pair<int64_t, int64_t>{7, 20000}, {5000, 20000}, {300000, 100000}, {200000, 300}}) {
+    ASSERT_EQ(scatterx::detail::groups_densely(edges, nodes), nodes != 200000);
     Tensor x = Tensor::empty({nodes, 16}, DType::Float64);
     fill_random(x, rng, values);
     Tensor src = Tensor::empty({edges}, DType::Int64);
@@ -188,7 +190,11 @@ TEST(GatherScatter, MatchesIndexSelectIndexAdd) {
     const Tensor messages = scatterx::index_select(x, 0, src);
     const Tensor want = scatterx::index_add(Tensor::zeros({nodes, 16}, DType::Float64), 0, dst, messages);
     const Tensor got = scatterx::gather_scatter(x, src, dst, Reduce::Sum, nullptr, nodes);
-    EXPECT_TRUE(same_values(got, want));
+    EXPECT_TRUE(same_values(got, want)) << nodes;
+    if (nodes == 300000) {
+      const scatterx::IndexPlan plan(dst, nodes);
+      EXPECT_TRUE(same_values(scatterx::gather_scatter(x, src, plan, Reduce::Sum), want)) << nodes << " plan";
+    }
   }
 }
 

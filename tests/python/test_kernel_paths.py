@@ -88,13 +88,15 @@ def test_fast_reference_agrees_with_serial_reference(dtype):
 # (id, self shape, dim, index shape along dim, slice-wise index?) chosen from the strategy rules:
 # slice-wise with rows >= 16 -> grouped (also rows > 256, cut in chunks); a general index whose fold
 # needs an accumulator (float16, mean) -> shadow when self.size(dim) <= 8 * index.size(dim), else sorted
-# lines; otherwise direct. Sizes give ~20k-60k folds so that work is split among threads.
+# lines; otherwise direct. Sizes give ~20k-60k folds so that work is split among threads (1.1M for the
+# many-targets case, whose threshold is a target count).
 SHAPES = [
     ("general-many-hits", (40, 64), 0, 1000, False),  # direct / shadow
     ("general-few-hits", (400, 2000), 0, 10, False),  # direct / sorted lines (400 > 8 * 10)
     ("general-dim-last", (5000, 100), 1, 5, False),  # sorted lines along strided lines
     ("slice-long-rows", (30, 300), 0, 150, True),  # grouped, rows cut in chunks of 256
     ("slice-short-rows", (50, 4, 3), 0, 2000, True),  # short rows: direct or grouped
+    ("slice-many-targets", (1 << 18, 16), 0, 70000, True),  # grouped in two levels (>= 2^18 targets)
 ]
 
 

@@ -1,0 +1,174 @@
+// The counting sort of positions by target (segments.h) in two levels, for
+// many targets (GNN aggregation over graphs of millions of nodes).
+//
+// The one-level sort keeps a counter per target and thread and places each
+// position at a random slot of an order as long as the index. Past a few
+// hundred thousand targets its counters no longer fit a core's L2, and both
+// of its passes miss cache on every position. Here the positions are first
+// split into blocks of 2^kTargetBlockShift consecutive targets (hundreds to
+// thousands of streams, each written a whole line at a time with
+// non-temporal stores), and each block is then counted and placed on its own
+// (its counters and slots stay in L1/L2), blocks spread over threads.
+//
+// Both levels are stable, so the slots are the one-level sort's: each
+// target's positions ascending, targets in order. How the index is cut into
+// pieces depends on the thread count; the slots never do.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "ops/macros.h"
+#include "ops/runtime/parallel.h"
+#include "ops/runtime/stream_copy.h"
+
+namespace scatterx::detail {
+
+// One index position and its target's offset inside its block.
+struct BlockHit {
+  uint32_t position;
+  uint32_t local;
+};
+
+// The first level: each piece of the index wrote its hits of block b to
+// hits[begin(b, p), begin(b, p) + count(b, p)), ascending; pieces in index
+// order, so reading the pieces of a block in turn gives its positions in
+// ascending order. Each run starts on a cache line.
+struct TargetBlocks {
+  int64_t blocks = 0;
+  int64_t pieces = 0;
+  Buffer<int64_t> begins;   // [blocks * pieces], block-major
+  Buffer<uint32_t> counts;  // [blocks * pieces], block-major
+  Buffer<BlockHit> hits;
+
+  int64_t begin(int64_t block, int64_t piece) const { return begins[block * pieces + piece]; }
+  int64_t count(int64_t block, int64_t piece) const { return counts[block * pieces + piece]; }
+};
+
+constexpr int64_t kHitsPerLine = 64 / int64_t{sizeof(BlockHit)};
+
+// split_by_target_block's placement of positions [begin, end): each hit is
+// staged in its block's line, and a full line is written out at once, with
+// stores that do not read the line first. Restrict pointers and plain
+// arguments: as a lambda over captured references the loop reloaded its
+// bounds after every store.
+template <typename I>
+void place_block_hits(const I* __restrict values, int64_t stride, int64_t begin, int64_t end, int shift,
+                      BlockHit* __restrict stage, uint32_t* __restrict filled, int64_t* __restrict cursor,
+                      BlockHit* __restrict out) {
+  const uint32_t mask = (uint32_t{1} << shift) - 1;
+  for (int64_t i = begin; i < end; ++i) {
+    const auto t = static_cast<uint32_t>(values[i * stride]);
+    const uint32_t b = t >> shift;
+    BlockHit* line = stage + int64_t{b} * kHitsPerLine;
+    const uint32_t f = filled[b];
+    line[f] = BlockHit{static_cast<uint32_t>(i), t & mask};
+    filled[b] = f + 1;
+    if (f + 1 == kHitsPerLine) {
+      copy_streaming(out + cursor[b], line, 64);
+      cursor[b] += kHitsPerLine;
+      filled[b] = 0;
+    }
+  }
+  streaming_store_fence();
+}
+
+// Splits positions 0..count-1 (count < 2^32), cut into `pieces` pieces, by
+// values[p * stride] >> shift; values must already be checked to lie in
+// [0, num_targets).
+template <typename I>
+TargetBlocks split_by_target_block(const I* values, int64_t stride, int64_t count, int64_t num_targets, int shift,
+                                   int64_t pieces) {
+  TargetBlocks tb;
+  tb.blocks = ((num_targets - 1) >> shift) + 1;
+  tb.pieces = pieces;
+  const int64_t blocks = tb.blocks;
+  auto piece_begin = [&](int64_t p) { return std::min(count, p * ((count + pieces - 1) / pieces)); };
+  // Per piece: its block counts, then its block write cursors and staging
+  // lines; piece-major here so one piece's scratch is contiguous.
+  Buffer<uint32_t> piece_counts(pieces * blocks);
+  for_each_piece(pieces, static_cast<int>(pieces), [&](int64_t p) {
+    uint32_t* hist = piece_counts.data() + p * blocks;
+    std::fill(hist, hist + blocks, 0u);
+    const I* v = values;
+    const int s = shift;
+    const int64_t end = piece_begin(p + 1);
+    for (int64_t i = piece_begin(p); i < end; ++i) ++hist[static_cast<int64_t>(v[i * stride]) >> s];
+  });
+  tb.begins = Buffer<int64_t>(blocks * pieces);
+  tb.counts = Buffer<uint32_t>(blocks * pieces);
+  int64_t running = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int64_t p = 0; p < pieces; ++p) {
+      const uint32_t c = piece_counts[p * blocks + b];
+      tb.begins[b * pieces + p] = running;
+      tb.counts[b * pieces + p] = c;
+      running += (c + kHitsPerLine - 1) / kHitsPerLine * kHitsPerLine;  // the next run starts on a line
+    }
+  }
+  tb.hits = Buffer<BlockHit>(std::max<int64_t>(running, 1));
+  // A line of staging per block and piece (256 blocks: 16 KiB a piece).
+  Buffer<BlockHit> staging(pieces * blocks * kHitsPerLine);
+  Buffer<int64_t> cursors(pieces * blocks);
+  for_each_piece(pieces, static_cast<int>(pieces), [&](int64_t p) {
+    int64_t* cursor = cursors.data() + p * blocks;
+    for (int64_t b = 0; b < blocks; ++b) cursor[b] = tb.begins[b * pieces + p];
+    uint32_t* filled = piece_counts.data() + p * blocks;  // reused: hits staged per block
+    std::fill(filled, filled + blocks, 0u);
+    place_block_hits(values, stride, piece_begin(p), piece_begin(p + 1), shift,
+                     staging.data() + p * blocks * kHitsPerLine, filled, cursor, tb.hits.data());
+    for (int64_t b = 0; b < blocks; ++b) {  // the partly filled last lines
+      std::memcpy(tb.hits.data() + cursor[b], staging.data() + (p * blocks + b) * kHitsPerLine,
+                  filled[b] * sizeof(BlockHit));
+    }
+  });
+  return tb;
+}
+
+constexpr int kTargetBlockShift = 10;  // 1024 targets a block: 8 KiB of offsets
+
+// counting_sort_by_target's contract (segments.h), in two levels: fills
+// offsets[0..num_targets] and calls place(p, slot) once for each position p
+// with its slot, from several threads (distinct slots). count < 2^32.
+template <typename I, typename Place>
+void counting_sort_in_blocks(const I* values, int64_t stride, int64_t count, int64_t num_targets, int64_t pieces,
+                             Buffer<int64_t>& offsets, const Place& place) {
+  const TargetBlocks tb = split_by_target_block(values, stride, count, num_targets, kTargetBlockShift, pieces);
+  Buffer<int64_t> block_start(tb.blocks);
+  int64_t running = 0;
+  for (int64_t b = 0; b < tb.blocks; ++b) {
+    block_start[b] = running;
+    for (int64_t p = 0; p < tb.pieces; ++p) running += tb.count(b, p);
+  }
+  offsets = Buffer<int64_t>(num_targets + 1);
+  offsets[num_targets] = count;
+  parallel_for_dynamic(tb.blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      // The block's own run of offsets: counts, then each target's next
+      // slot, then (shifted back by one target) each target's first slot.
+      const int64_t first_target = b << kTargetBlockShift;
+      const int64_t targets = std::min(int64_t{1} << kTargetBlockShift, num_targets - first_target);
+      int64_t* next = offsets.data() + first_target;
+      std::fill(next, next + targets, int64_t{0});
+      for (int64_t p = 0; p < tb.pieces; ++p) {
+        const BlockHit* h = tb.hits.data() + tb.begin(b, p);
+        for (int64_t e = 0, n = tb.count(b, p); e < n; ++e) ++next[h[e].local];
+      }
+      int64_t slot = block_start[b];
+      for (int64_t t = 0; t < targets; ++t) {
+        const int64_t c = next[t];
+        next[t] = slot;
+        slot += c;
+      }
+      for (int64_t p = 0; p < tb.pieces; ++p) {
+        const BlockHit* h = tb.hits.data() + tb.begin(b, p);
+        for (int64_t e = 0, n = tb.count(b, p); e < n; ++e) place(int64_t{h[e].position}, next[h[e].local]++);
+      }
+      for (int64_t t = targets - 1; t > 0; --t) next[t] = next[t - 1];
+      next[0] = block_start[b];
+    }
+  });
+}
+
+}  // namespace scatterx::detail
