@@ -142,12 +142,10 @@ def main() -> int:
     def on_data(kind, seconds):
         print(f"{kind.upper()} data generated in {seconds:.1f} s", file=sys.stderr)
 
-    specs = local.specs(scatterx, torch)
-    if args.ops:
-        unknown = sorted(set(args.ops) - set(local.FAMILIES))
-        if unknown:
-            ap.error(f"--ops: unknown {', '.join(unknown)}; expected some of {', '.join(local.FAMILIES)}")
-        specs = [s for s in specs if s.family in args.ops]
+    try:
+        specs = local.specs(scatterx, torch, args.ops)
+    except ValueError as e:
+        ap.error(f"--ops: {e}")
     rows, checker = local.run(specs, args.size, torch, measure, on_data)
     failures = checker.failures
 

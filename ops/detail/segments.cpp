@@ -25,9 +25,7 @@ struct Piece {
   int64_t end;
 };
 Piece piece_of(int64_t p, int64_t pieces, int64_t n) {
-  const int64_t chunk = (n + pieces - 1) / pieces;
-  const int64_t begin = std::min(n, p * chunk);
-  return {begin, std::min(n, begin + chunk)};
+  return {piece_start(p, pieces, n), piece_start(p + 1, pieces, n)};
 }
 
 // Stable LSD radix sort of `data` by bits [32, 32 + key_bits). Returns the

@@ -62,11 +62,11 @@ void counting_sort_unsorted(const I* values, int64_t stride, int64_t count, int6
   const int64_t pieces = threads_for(count, kSortGrain);
   Buffer<Counter> histograms(pieces * num_targets);
   offsets = Buffer<int64_t>(num_targets + 1);
-  auto piece_begin = [&](int64_t p) { return std::min(count, p * ((count + pieces - 1) / pieces)); };
   for_each_piece(pieces, static_cast<int>(pieces), [&](int64_t p) {
     Counter* hist = histograms.data() + p * num_targets;
     std::fill(hist, hist + num_targets, Counter{0});
-    for (int64_t i = piece_begin(p); i < piece_begin(p + 1); ++i) ++hist[values[i * stride]];
+    const int64_t end = piece_start(p + 1, pieces, count);
+    for (int64_t i = piece_start(p, pieces, count); i < end; ++i) ++hist[values[i * stride]];
   });
   int64_t running = 0;
   for (int64_t t = 0; t < num_targets; ++t) {
@@ -81,7 +81,8 @@ void counting_sort_unsorted(const I* values, int64_t stride, int64_t count, int6
   offsets[num_targets] = running;
   for_each_piece(pieces, static_cast<int>(pieces), [&](int64_t p) {
     Counter* next = histograms.data() + p * num_targets;
-    for (int64_t i = piece_begin(p); i < piece_begin(p + 1); ++i)
+    const int64_t end = piece_start(p + 1, pieces, count);
+    for (int64_t i = piece_start(p, pieces, count); i < end; ++i)
       place(i, static_cast<int64_t>(next[values[i * stride]]++));
   });
 }

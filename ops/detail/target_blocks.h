@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include "ops/macros.h"
 #include "ops/runtime/parallel.h"
 #include "ops/runtime/stream_copy.h"
 
@@ -84,7 +83,6 @@ TargetBlocks split_by_target_block(const I* values, int64_t stride, int64_t coun
   tb.blocks = ((num_targets - 1) >> shift) + 1;
   tb.pieces = pieces;
   const int64_t blocks = tb.blocks;
-  auto piece_begin = [&](int64_t p) { return std::min(count, p * ((count + pieces - 1) / pieces)); };
   // Per piece: its block counts, then its block write cursors and staging
   // lines; piece-major here so one piece's scratch is contiguous.
   Buffer<uint32_t> piece_counts(pieces * blocks);
@@ -93,8 +91,8 @@ TargetBlocks split_by_target_block(const I* values, int64_t stride, int64_t coun
     std::fill(hist, hist + blocks, 0u);
     const I* v = values;
     const int s = shift;
-    const int64_t end = piece_begin(p + 1);
-    for (int64_t i = piece_begin(p); i < end; ++i) ++hist[static_cast<int64_t>(v[i * stride]) >> s];
+    const int64_t end = piece_start(p + 1, pieces, count);
+    for (int64_t i = piece_start(p, pieces, count); i < end; ++i) ++hist[static_cast<int64_t>(v[i * stride]) >> s];
   });
   tb.begins = Buffer<int64_t>(blocks * pieces);
   tb.counts = Buffer<uint32_t>(blocks * pieces);
@@ -116,7 +114,7 @@ TargetBlocks split_by_target_block(const I* values, int64_t stride, int64_t coun
     for (int64_t b = 0; b < blocks; ++b) cursor[b] = tb.begins[b * pieces + p];
     uint32_t* filled = piece_counts.data() + p * blocks;  // reused: hits staged per block
     std::fill(filled, filled + blocks, 0u);
-    place_block_hits(values, stride, piece_begin(p), piece_begin(p + 1), shift,
+    place_block_hits(values, stride, piece_start(p, pieces, count), piece_start(p + 1, pieces, count), shift,
                      staging.data() + p * blocks * kHitsPerLine, filled, cursor, tb.hits.data());
     for (int64_t b = 0; b < blocks; ++b) {  // the partly filled last lines
       std::memcpy(tb.hits.data() + cursor[b], staging.data() + (p * blocks + b) * kHitsPerLine,

@@ -14,6 +14,12 @@
 
 namespace scatterx::detail {
 
+// Where piece p begins when n items are cut into `pieces` near-equal pieces
+// (p = pieces gives n): piece p is [piece_start(p), piece_start(p + 1)).
+inline int64_t piece_start(int64_t p, int64_t pieces, int64_t n) {
+  return std::min(n, p * ((n + pieces - 1) / pieces));
+}
+
 // Threads worth using for n items when each thread should get >= grain.
 inline int threads_for(int64_t n, int64_t grain) {
   if (omp_in_parallel()) return 1;
