@@ -170,6 +170,87 @@ TEST(ScatterSoftmax, StridedSrcAndLargeGroups) {
   }
 }
 
+// A contiguous tensor of dtype holding values (rounded once; half types through float).
+Tensor from_doubles(const Shape& shape, const std::vector<double>& values, DType dtype) {
+  Tensor t = Tensor::empty(shape, dtype);
+  visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_type_v<T>) {
+      T* p = static_cast<T*>(t.data());
+      for (size_t i = 0; i < values.size(); ++i) {
+        p[i] = std::is_same_v<T, double> ? static_cast<T>(values[i]) : static_cast<T>(static_cast<float>(values[i]));
+      }
+    }
+  });
+  return t;
+}
+
+// Groups of more than 512 rows are cut into chunks of 512 whose maxima and
+// sums are combined (on all threads): groups of exactly one chunk, one row
+// over, several whole chunks and a ragged last chunk, beside small groups.
+TEST(ScatterSoftmax, ChunkedGroups) {
+  const uint64_t seed = case_seed("ScatterSoftmax.ChunkedGroups", 0);
+  Rng rng(seed);
+  ValueOptions values;
+  values.special_rate = 0;
+  const std::vector<int64_t> group_rows = {512, 513, 1024, 1025, 2600, 3, 1};
+  int64_t rows = 0;
+  for (int64_t n : group_rows) rows += n;
+  // Group g's rows interleaved with the others': a random permutation of g repeated group_rows[g] times.
+  std::vector<int64_t> targets;
+  for (size_t g = 0; g < group_rows.size(); ++g) targets.insert(targets.end(), group_rows[g], static_cast<int64_t>(g));
+  for (int64_t i = rows - 1; i > 0; --i) std::swap(targets[i], targets[rng.uniform(0, i)]);
+  for (DType dtype : float_dtypes()) {
+    for (const int64_t features : {1, 16, 70}) {
+      for (int log = 0; log < 2; ++log) {
+        SCOPED_TRACE("seed " + std::to_string(seed) + " " + dtype_label(dtype) + " F " + std::to_string(features) +
+                     (log ? " log" : ""));
+        Tensor src = Tensor::empty({rows, features}, dtype);
+        fill_random(src, rng, values);
+        const Tensor index = make_tensor<int64_t>({rows}, targets);
+        const IndexPlan plan(index, 9);  // targets 7 and 8 empty
+        const double eps = log ? 1e-12 : 0.0;
+        expect_close(scatterx::scatter_softmax(src, plan, log != 0, eps), reference(src, index, 9, log != 0, eps),
+                     relative_tolerance(dtype), log ? 8 : 1e-3);
+      }
+    }
+  }
+}
+
+// The special values where the chunks of one group combine: a chunk whose
+// values are all -inf adds nothing to a finite group (its own sum is NaN);
+// +inf, NaN and an all -inf group make the whole group NaN, as the composite.
+TEST(ScatterSoftmax, SpecialValuesInChunkedGroups) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const int64_t rows = 1800;  // one group: chunks [0, 512), [512, 1024), [1024, 1536), [1536, 1800)
+  const int64_t features = 6;
+  std::vector<double> v(static_cast<size_t>(rows * features));
+  for (int64_t p = 0; p < rows; ++p) {
+    const double finite = std::sin(0.37 * static_cast<double>(p)) * 3;
+    double* row = v.data() + p * features;
+    row[0] = p >= 512 && p < 1024 ? -inf : finite;  // one chunk all -inf
+    row[1] = p < 600 ? -inf : finite;               // the first chunk all -inf, then mixed
+    row[2] = p == 1700 ? inf : finite;              // +inf in the last chunk
+    row[3] = p == 3 ? nan : finite;                 // NaN in the first chunk
+    row[4] = -inf;                                  // every value -inf
+    row[5] = p % 2 == 0 ? -inf : finite - 200;      // -inf rows everywhere, the rest far below 0
+  }
+  const Tensor index = make_tensor<int64_t>({rows}, std::vector<int64_t>(static_cast<size_t>(rows), 0));
+  const IndexPlan plan(index, 1);
+  for (DType dtype : {DType::Float64, DType::Float32, DType::BFloat16}) {
+    const Tensor src = from_doubles({rows, features}, v, dtype);
+    for (int log = 0; log < 2; ++log) {
+      SCOPED_TRACE(dtype_label(dtype) + (log ? " log" : ""));
+      const Tensor got = scatterx::scatter_softmax(src, plan, log != 0, 0);
+      const std::vector<double> want = reference(src, index, 1, log != 0, 0);
+      expect_close(got, want, relative_tolerance(dtype), log ? 8 : 1e-3);
+      // the reference's own view of the columns: 0, 1 and 5 finite, 2, 3 and 4 NaN
+      for (int64_t k = 0; k < features; ++k) EXPECT_EQ(std::isnan(want[1000 * features + k]), k >= 2 && k <= 4) << k;
+    }
+  }
+}
+
 TEST(ScatterSoftmax, SpecialValues) {
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -219,6 +300,9 @@ TEST(ScatterSoftmax, IndependentOfThreadCount) {
   fill_random(x, rng);
   Tensor index = Tensor::empty({20000}, DType::Int64);
   fill_index(index, rng, 0, 999);
+  // two hubs of thousands of rows: groups cut into chunks, the chunks spread over the threads
+  auto* idx = static_cast<int64_t*>(index.data());
+  for (int64_t p = 0; p < 20000; p += 3) idx[p] = p % 2 == 0 ? 7 : 500;
   const IndexPlan plan(index, 1000);
   const int threads = omp_get_max_threads();
   for (int log = 0; log < 2; ++log) {

@@ -5,12 +5,18 @@
 //
 // For every destination group of the plan and every feature k, over the
 // group's rows p: m = max(src[p, k]) (NaN wins, as torch's amax), s = sum of
-// exp(src[p, k] - m) in index order; then
+// exp(src[p, k] - m); then
 //   softmax:     out[p, k] = exp(src[p, k] - m) / s
 //   log-softmax: out[p, k] = (src[p, k] - m) - log(s + eps)
-// exactly the composite's arithmetic, so its special values carry over: a
-// group whose values are all -inf gives NaN (-inf - -inf), a +inf gives NaN
-// for itself and for the group's other values (their sum is NaN).
+// the composite's arithmetic, so its special values carry over: a group
+// whose values are all -inf gives NaN (-inf - -inf), a +inf gives NaN for
+// itself and for the group's other values (their sum is NaN). A group of up
+// to 512 rows sums in index order, as the composite. A larger one is cut in
+// index order into chunks of 512 rows, and s is the sum over the chunks, in
+// order, of exp(m_c - m) * (the chunk's sum of exp(src - m_c)), m_c the
+// chunk's maximum (a chunk of only -inf adds 0): within rounding of the
+// composite's sum, and computed by all threads, so that one hub of a
+// power-law graph does not run on one thread.
 //
 // Contract:
 //  - src is [positions, F...] (rows along dim 0, any strides) of a floating
@@ -18,13 +24,16 @@
 //    float and round once at the end.
 //  - out is a new contiguous tensor of src's shape (never aliases src);
 //    every element is written once. An empty src gives an empty out.
-//  - Deterministic: each group is computed by one thread in index order, so
-//    results do not depend on the thread count (nor the CUDA grid). exp is
-//    scatterx's own in float (within 2 ulp of the correctly rounded value)
-//    and std::exp in double; log is std::log. CUDA uses its expf / exp /
-//    logf / log: results agree with the CPU within rounding, not bit for bit.
-//  - Extra memory: a contiguous copy of src when src is not contiguous, and
-//    a fixed scratch per thread; never another E x F.
+//  - Deterministic: the chunks are cut by row count alone and combined in
+//    order, so results do not depend on the thread count (nor on the CPU's
+//    ISA: the AVX2 build does the same operations). exp is scatterx's own in
+//    float (within 2 ulp of the correctly rounded value) and std::exp in
+//    double; log is std::log. CUDA chunks long groups its own way
+//    (scatter_softmax.cu) and uses its expf / exp / logf / log: results
+//    agree with the CPU within rounding, not bit for bit.
+//  - Extra memory: a contiguous copy of src when src is not contiguous, a
+//    fixed scratch per thread, and two accumulators per feature for every
+//    512 rows of the groups over 512 rows; never another E x F.
 //  - Invalid arguments raise before anything is computed: ArgumentError for
 //    shapes, DTypeError for a non-floating src.
 //  - CPU and CUDA: the plan must live on src's device (ArgumentError

@@ -133,3 +133,36 @@ def test_composite_keeps_the_other_cases(monkeypatch):
     ts.scatter_log_softmax(src, index2d, dim=0)
     ts.scatter_softmax(src, torch.tensor([0]), dim=0)  # a broadcast (length-1) index: the composite
     assert not spy
+
+
+_SAME_BITS_SCRIPT = """
+import hashlib, sys, torch
+import scatterx.torch_scatter as ts
+g = torch.Generator().manual_seed(17)
+index = torch.randint(0, 400, (6000,), generator=g)
+index[::3] = 5  # a hub of 2000 rows: chunks of 512, spread over the threads
+digest = hashlib.sha256()
+for dtype in (torch.float32, torch.float64, torch.bfloat16):
+    src = (torch.randn(6000, 70, generator=g) * 5).to(dtype)
+    for fn in (ts.scatter_softmax, ts.scatter_log_softmax):
+        digest.update(fn(src, index, dim=0, dim_size=400).contiguous().view(torch.uint8).numpy().tobytes())
+print(digest.hexdigest())
+"""
+
+
+def test_same_bits_on_every_isa_and_thread_count():
+    """The kernel's AVX2 build does the baseline build's operations, and its chunks do not depend on the threads:
+    the same bits with SCATTERX_CPU_ISA=baseline and without, on 1 and 3 threads."""
+    import os
+    import subprocess
+    import sys
+
+    def digest(isa, threads):
+        env = dict(os.environ, SCATTERX_CPU_ISA=isa, OMP_NUM_THREADS=str(threads))
+        run = subprocess.run([sys.executable, "-c", _SAME_BITS_SCRIPT], env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert run.returncode == 0, run.stderr
+        return run.stdout.strip()
+
+    runs = {(isa, threads): digest(isa, threads) for isa in ("auto", "baseline") for threads in (1, 3)}
+    assert len(set(runs.values())) == 1, runs
