@@ -14,7 +14,9 @@ equivalent:
                  src, reduce, include_self=False)
   scatter_softmax  softmax over each destination's incoming edges, against
                  PyG's composite (torch_geometric.utils.softmax): amax
-                 scatter, gather back, exp, sum scatter, gather back, divide
+                 scatter, gather back, exp, sum scatter, gather back, divide;
+                 then the same with the gradient (forward + backward, as a
+                 GAT layer's training step runs it)
 
 Method as bench/bench_torch.py: same thread count for both (OMP_NUM_THREADS
 and torch.set_num_threads, set before either loads), three warm-up runs, then
@@ -112,6 +114,7 @@ def main() -> int:
               f"x{best[0] / best[1]:5.2f}  [{chk}]", file=sys.stderr, flush=True)
 
     messages = torch.from_numpy(fill(e * f, K_SEED + 2, "uniform").reshape(e, f))
+    grad_out = torch.from_numpy(fill(e * f, K_SEED + 9, "pm1").reshape(e, f)) if "scatter_softmax" in args.ops else None
     for dist, seed in (("uniform", K_SEED + 3), ("powerlaw", K_SEED + 4)):
         idx = torch.from_numpy(make_index(e, n, dist, seed))
         idx2d = idx.view(-1, 1).expand(e, f)
@@ -138,9 +141,9 @@ def main() -> int:
             chk = check(f"scatter {red} {shape}", sx_fn(), torch_fn(), red == "max")
             bench(f"scatter ({red}, dim_size)", shape, sx_fn, torch_fn, chk, FLOORS["scatter"])
 
-        def torch_softmax():  # torch_geometric.utils.softmax without torch_scatter
-            src_max = torch.zeros(n, f).scatter_reduce_(0, idx2d, messages, "amax", include_self=False)
-            out = (messages - src_max.index_select(0, idx)).exp()
+        def torch_softmax(src=messages):  # torch_geometric.utils.softmax without torch_scatter
+            src_max = torch.zeros(n, f).scatter_reduce_(0, idx2d, src.detach(), "amax", include_self=False)
+            out = (src - src_max.index_select(0, idx)).exp()
             out_sum = torch.zeros(n, f).scatter_reduce_(0, idx2d, out, "sum", include_self=False) + 1e-16
             return out / out_sum.index_select(0, idx)
 
@@ -149,6 +152,17 @@ def main() -> int:
         sx_fn = lambda: ts.scatter_softmax(messages, idx, dim=0, dim_size=n)  # noqa: E731
         chk = check(f"scatter_softmax {shape}", sx_fn(), torch_softmax(), False)
         bench("scatter_softmax", shape, sx_fn, torch_softmax, chk, FLOORS["scatter_softmax"])
+
+        # a training step's share: the softmax and its gradient for the upstream gradient grad_out
+        def train_step(softmax):
+            x = messages.detach().requires_grad_(True)
+            (grad_x,) = torch.autograd.grad(softmax(x), x, grad_out)
+            return grad_x
+
+        sx_train = lambda: train_step(lambda x: ts.scatter_softmax(x, idx, dim=0, dim_size=n))  # noqa: E731
+        torch_train = lambda: train_step(torch_softmax)  # noqa: E731
+        chk = check(f"scatter_softmax forward + backward {shape}", sx_train(), torch_train(), False)
+        bench("scatter_softmax + backward", shape, sx_train, torch_train, chk, FLOORS["scatter_softmax"])
 
     emit("| op | shape | torch ms | scatterx ms | speedup | floor | met? | check | spread sx / torch | other CPU |")
     emit("|---|---|---:|---:|---:|---:|---|---|---:|---:|")

@@ -374,5 +374,159 @@ TEST(ScatterSoftmaxErrors, Checked) {
       {"scatter_softmax: ", "expected the plan on src's device (cuda:0)", "got a plan on cpu"});
 }
 
+// ---- the backward ------------------------------------------------------------
+
+// Any floating tensor's values as doubles, row-major.
+std::vector<double> to_doubles(const TensorView& t) {
+  const Tensor c = Tensor::clone(t);
+  std::vector<double> out(static_cast<size_t>(c.numel()));
+  visit_dtype(c.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_type_v<T>) {
+      const T* p = static_cast<const T*>(c.data());
+      for (size_t i = 0; i < out.size(); ++i) {
+        out[i] = std::is_same_v<T, double> ? static_cast<double>(p[i]) : static_cast<double>(static_cast<float>(p[i]));
+      }
+    }
+  });
+  return out;
+}
+
+// The gradient's reference in double: per group and feature, S over the
+// group's rows (of g * y, or of g for the log-softmax), then y * (g - S) or
+// g - exp(y) * S, from y and g as their dtype holds them.
+std::vector<double> grad_reference(const TensorView& y, const TensorView& g, const TensorView& index, int64_t dim_size,
+                                   bool log) {
+  const std::vector<double> yv = to_doubles(y);
+  const std::vector<double> gv = to_doubles(g);
+  const int64_t rows = y.size(0);
+  const int64_t F = rows == 0 ? 0 : y.numel() / rows;
+  std::vector<std::vector<int64_t>> members(static_cast<size_t>(dim_size));
+  for (int64_t p = 0; p < rows; ++p) members[index_at(index, p)].push_back(p);
+  std::vector<double> out(static_cast<size_t>(rows * F));
+  for (const auto& group : members) {
+    for (int64_t k = 0; k < F; ++k) {
+      double s = 0;
+      for (int64_t p : group) s += log ? gv[p * F + k] : gv[p * F + k] * yv[p * F + k];
+      for (int64_t p : group) {
+        const double y1 = yv[p * F + k];
+        const double g1 = gv[p * F + k];
+        out[p * F + k] = log ? g1 - std::exp(y1) * s : y1 * (g1 - s);
+      }
+    }
+  }
+  return out;
+}
+
+TEST(ScatterSoftmaxBackward, MatchesReference) {
+  const uint64_t seed = case_seed("ScatterSoftmaxBackward.MatchesReference", 0);
+  Rng rng(seed);
+  ValueOptions values;
+  values.special_rate = 0;
+  // small groups only, then hubs of several chunks beside them
+  for (const int64_t hub_every : {int64_t{0}, int64_t{3}}) {
+    for (DType dtype : float_dtypes()) {
+      for (const Shape& features : std::vector<Shape>{{}, {16}, {70}, {3, 5}}) {
+        for (int log = 0; log < 2; ++log) {
+          const int64_t rows = hub_every == 0 ? 700 : 4000;
+          Shape shape{rows};
+          for (int64_t d = 0; d < features.size(); ++d) shape.push_back(features[d]);
+          SCOPED_TRACE("seed " + std::to_string(seed) + " " + dtype_label(dtype) + " " + shape.str() +
+                       (log ? " log" : "") + (hub_every ? " hubs" : ""));
+          Tensor index = Tensor::empty({rows}, DType::Int64);
+          fill_index(index, rng, 0, 299);
+          auto* idx = static_cast<int64_t*>(index.data());
+          for (int64_t p = 0; hub_every != 0 && p < rows; p += hub_every) idx[p] = p % 2 == 0 ? 5 : 6;
+          const IndexPlan plan(index, 300);
+          Tensor src = Tensor::empty(shape, dtype);
+          fill_random(src, rng, values);
+          const Tensor y = scatterx::scatter_softmax(src, plan, log != 0, 1e-12);
+          Tensor g = Tensor::empty(shape, dtype);
+          fill_random(g, rng, values);
+          const Tensor got = scatterx::scatter_softmax_backward(y, g, plan, log != 0);
+          EXPECT_EQ(got.sizes(), y.sizes());
+          // |gradients| are up to |g| * (1 + group size * max y): relative to 1 below that
+          expect_close(got, grad_reference(y, g, index, 300, log != 0), relative_tolerance(dtype) * 4, 4);
+        }
+      }
+    }
+  }
+}
+
+TEST(ScatterSoftmaxBackward, StridedGradAndThreadCounts) {
+  Rng rng(case_seed("ScatterSoftmaxBackward.StridedGradAndThreadCounts", 0));
+  ValueOptions values;
+  values.special_rate = 0;
+  Tensor src = Tensor::empty({6000, 33}, DType::Float32);
+  fill_random(src, rng, values);
+  Tensor index = Tensor::empty({6000}, DType::Int32);
+  fill_index(index, rng, 0, 199);
+  auto* idx = static_cast<int32_t*>(index.data());
+  for (int64_t p = 0; p < 6000; p += 2) idx[p] = 7;  // a hub of 3000 rows: 6 chunks
+  const IndexPlan plan(index, 200);
+  const int threads = omp_get_max_threads();
+  for (int log = 0; log < 2; ++log) {
+    const Tensor y = scatterx::scatter_softmax(src, plan, log != 0);
+    // grad read through a step-2 view of a wider buffer (copied once by the front end)
+    Tensor storage = Tensor::empty({6000, 66}, DType::Float32);
+    fill_random(storage, rng, values);
+    const TensorView g = storage.slice(1, 0, 66, 2);
+    ASSERT_FALSE(g.is_contiguous());
+    omp_set_num_threads(1);
+    const Tensor one = scatterx::scatter_softmax_backward(y, g, plan, log != 0);
+    omp_set_num_threads(std::max(threads, 3));
+    const Tensor many = scatterx::scatter_softmax_backward(y, g, plan, log != 0);
+    omp_set_num_threads(threads);
+    EXPECT_TRUE(same_values(one, many));
+    expect_close(one, grad_reference(y, g, index, 200, log != 0), 4e-5, 4);
+  }
+}
+
+TEST(ScatterSoftmaxBackward, LogSoftmaxOfPositiveValues) {
+  // exp of the forward's values takes the vectorized exp for <= 0; a positive one (a log-softmax with eps < 0,
+  // or any tensor a caller passes) is redone exactly.
+  const Tensor y = make_tensor<float>({4, 2}, {0.5f, -1.0f, -0.25f, 3.0f, -2.0f, 0.0f, 1e-30f, -INFINITY});
+  const Tensor g = make_tensor<float>({4, 2}, {1.0f, 2.0f, -1.0f, 0.5f, 0.25f, -3.0f, 2.0f, 1.0f});
+  const Tensor index = make_tensor<int64_t>({4}, {0, 0, 1, 0});
+  const IndexPlan plan(index, 2);
+  expect_close(scatterx::scatter_softmax_backward(y, g, plan, true), grad_reference(y, g, index, 2, true), 1e-6);
+}
+
+TEST(ScatterSoftmaxBackward, EmptyAndErrors) {
+  const Tensor none = Tensor::empty({0}, DType::Int64);
+  const Tensor empty = scatterx::scatter_softmax_backward(
+      Tensor::empty({0, 3}, DType::Float32), Tensor::empty({0, 3}, DType::Float32), IndexPlan(none, 2), false);
+  EXPECT_EQ(empty.sizes(), (Shape{0, 3}));
+  const Tensor index = make_tensor<int64_t>({3}, {0, 2, 1});
+  const IndexPlan plan(index, 3);
+  const Tensor y = Tensor::zeros({3, 2}, DType::Float32);
+  expect_error<scatterx::DTypeError>(
+      [&] {
+        scatterx::scatter_softmax_backward(y, Tensor::zeros({3, 2}, DType::Float64), plan, false);
+      },
+      {"scatter_softmax_backward: ", "grad of out's dtype (float32)", "got float64"});
+  expect_error<scatterx::DTypeError>(
+      [&] {
+        scatterx::scatter_softmax_backward(Tensor::zeros({3, 2}, DType::Int32), Tensor::zeros({3, 2}, DType::Int32),
+                                           plan, true);
+      },
+      {"scatter_log_softmax_backward: ", "out of a floating dtype", "int32"});
+  expect_error<scatterx::ArgumentError>(
+      [&] {
+        scatterx::scatter_softmax_backward(y, Tensor::zeros({3, 3}, DType::Float32), plan, false);
+      },
+      {"scatter_softmax_backward: ", "grad of out's shape [3, 2]", "got [3, 3]"});
+  expect_error<scatterx::ArgumentError>(
+      [&] {
+        scatterx::scatter_softmax_backward(Tensor::zeros({4, 2}, DType::Float32), Tensor::zeros({4, 2}, DType::Float32),
+                                           plan, false);
+      },
+      {"scatter_softmax_backward: ", "positions (3)", "got 4"});
+  float dummy[6] = {};
+  const TensorView on_gpu(dummy, DType::Float32, Shape{3, 2}, scatterx::Device::cuda(0));
+  expect_error<scatterx::ArgumentError>([&] { scatterx::scatter_softmax_backward(on_gpu, on_gpu, plan, false); },
+                                        {"scatter_softmax_backward: ", "plan on out's device (cuda:0)"});
+}
+
 }  // namespace
 }  // namespace sxt

@@ -40,4 +40,39 @@ Tensor scatter_softmax(const TensorView& src, const IndexPlan& plan, bool log, d
   return out;
 }
 
+Tensor scatter_softmax_backward(const TensorView& out, const TensorView& grad, const IndexPlan& plan, bool log) {
+  const char* op = log ? "scatter_log_softmax_backward" : "scatter_softmax_backward";
+  detail::check_plan_device(op, "out", out, plan);
+  SCATTERX_CHECK(!out.device().is_cuda(), ArgumentError, op,
+                 "expected CPU tensors (the fused backward has no CUDA kernel yet), got out on ", out.device().str());
+  SCATTERX_CHECK(grad.device() == out.device(), ArgumentError, op, "expected grad on out's device (",
+                 out.device().str(), "), got ", grad.device().str());
+  SCATTERX_CHECK(is_floating_point(out.dtype()), DTypeError, op, "expected out of a floating dtype, got ",
+                 dtype_name(out.dtype()));
+  SCATTERX_CHECK(grad.dtype() == out.dtype(), DTypeError, op, "expected grad of out's dtype (", dtype_name(out.dtype()),
+                 "), got ", dtype_name(grad.dtype()));
+  SCATTERX_CHECK(out.dim() >= 1, ArgumentError, op,
+                 "expected out with at least 1 dimension (rows along dim 0), got 0-d");
+  SCATTERX_CHECK(grad.sizes() == out.sizes(), ArgumentError, op, "expected grad of out's shape ", out.sizes().str(),
+                 ", got ", grad.sizes().str());
+  SCATTERX_CHECK(out.size(0) == plan.positions(), ArgumentError, op,
+                 "expected out.size(0) to equal the plan's positions (", plan.positions(), "), got ", out.size(0));
+  Tensor grad_src = Tensor::empty(out.sizes(), out.dtype(), out.device());
+  const int64_t rows = out.size(0);
+  const int64_t features = rows == 0 ? 0 : out.numel() / rows;
+  if (rows == 0 || features == 0) return grad_src;
+  // The kernel reads rows of contiguous tensors; a strided one is copied once.
+  const Tensor out_copy = out.is_contiguous() ? Tensor() : Tensor::clone(out);
+  const Tensor grad_copy = grad.is_contiguous() ? Tensor() : Tensor::clone(grad);
+  const void* out_data = out.is_contiguous() ? out.data() : out_copy.data();
+  const void* grad_data = grad.is_contiguous() ? grad.data() : grad_copy.data();
+  const Shape flat_shape{rows, features};
+  const Shape flat_strides{features, 1};
+  auto flat = [&](const void* data) {
+    return TensorView(const_cast<void*>(data), out.dtype(), flat_shape, flat_strides, out.device());
+  };
+  detail::scatter_softmax_backward_cpu(flat(out_data), flat(grad_data), plan.groups(op), flat(grad_src.data()), log);
+  return grad_src;
+}
+
 }  // namespace scatterx

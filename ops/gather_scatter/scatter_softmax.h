@@ -50,12 +50,42 @@ namespace scatterx {
 
 Tensor scatter_softmax(const TensorView& src, const IndexPlan& plan, bool log, double eps = 0);
 
+// The gradient of scatter_softmax (log = false) or scatter_log_softmax (log
+// = true) with respect to src, from the forward's output `out`, the gradient
+// `grad` of out, and the forward's plan. For every group and feature k, with
+// S over the group's rows q:
+//   softmax:     grad_src[p, k] = out[p, k] * (grad[p, k] - S),  S = sum of grad[q, k] * out[q, k]
+//   log-softmax: grad_src[p, k] = grad[p, k] - exp(out[p, k]) * S,  S = sum of grad[q, k]
+// the composite backward's math (torch_scatter's autograd), in one pass
+// over the rows of each group that sits in cache, two for larger ones.
+//
+// Contract:
+//  - out and grad have the same shape [positions, F...] and floating dtype
+//    (any strides; a non-contiguous one is copied once);
+//    plan.positions() == out.size(0). float16 / bfloat16 compute in float
+//    and round once, where the composite rounds each step.
+//  - Returns a new contiguous tensor of out's shape; every element written.
+//  - Deterministic, independent of the thread count and ISA: S sums in
+//    index order over groups of up to 512 rows, and over larger ones in
+//    chunks of 512 rows whose sums are added in order (as the forward).
+//  - CPU only for now: CUDA tensors raise ArgumentError (scatterx.torch_scatter
+//    differentiates through its ops on CUDA).
+//  - Invalid arguments raise before anything is computed: ArgumentError for
+//    shapes and devices, DTypeError for dtypes.
+Tensor scatter_softmax_backward(const TensorView& out, const TensorView& grad, const IndexPlan& plan, bool log);
+
 namespace detail {
 
 // Internal: the CPU kernel behind scatter_softmax, for a checked contiguous
 // src viewed as [positions, features] and out of the same shape.
 void scatter_softmax_cpu(const TensorView& src, const TargetGroups& groups, const TensorView& out, bool log,
                          double eps);
+
+// Internal: the CPU kernel behind scatter_softmax_backward, for checked
+// contiguous out and grad viewed as [positions, features], and grad_src of
+// the same shape.
+void scatter_softmax_backward_cpu(const TensorView& out, const TensorView& grad, const TargetGroups& groups,
+                                  const TensorView& grad_src, bool log);
 
 // exp(x) for x <= 0 (or NaN), vectorizable: within 2 ulp of the correctly
 // rounded value, subnormal results included; exposed for the tests.

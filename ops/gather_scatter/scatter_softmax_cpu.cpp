@@ -14,107 +14,34 @@
 // The chunks are cut by row count alone, so no result depends on the thread
 // count. No atomics. The loops are compiled for the baseline ISA and for
 // AVX2 (cpu_isa.h): the same operations, so the same bits.
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 #include "ops/detail/prefetch.h"
-#include "ops/detail/segments.h"
 #include "ops/dispatch.h"
 #include "ops/gather_scatter/scatter_softmax.h"
+#include "ops/gather_scatter/softmax_cpu_steps.h"
 #include "ops/reduce_ops.h"
-#include "ops/runtime/cpu_isa.h"
-#include "ops/runtime/parallel.h"
 
 namespace scatterx::detail {
 
+namespace softmax_cpu {
 namespace {
 
-constexpr int64_t kTile = 64;        // features the passes over a chunk handle together
-constexpr int64_t kChunkRows = 512;  // rows of a chunk: its exponentials stay in cache between passes
-constexpr int64_t kPrefetch = 8;     // positions ahead whose source row is prefetched
-
-SCATTERX_INLINE float float_of_bits(int32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-SCATTERX_INLINE int32_t bits_of_float(float f) {
-  int32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  return bits;
-}
-
-// Cephes' expf for x <= 0 (or NaN), written so GCC vectorizes it at SSE2
-// without -ffast-math: no float compares or conversions (a select on them
-// leaves a branch, the loop stays scalar), only integer min / masks on the
-// bits. x is clamped to [-104, 0] (exp of anything below rounds to 0 in
-// float; a positive x, outside the domain, counts as 0); x * log2(e) is
-// rounded by adding 1.5 * 2^23, whose low bits are then the integer n; the
-// scaling by 2^n is split in two so subnormal results round once. A NaN x
-// gives a NaN.
-SCATTERX_INLINE float exp_core(float x) {
-  const int32_t b = bits_of_float(x);
-  const auto low = static_cast<uint32_t>(bits_of_float(-104.0f));
-  // Negative floats order as their bits (unsigned); b >> 31 is 0 for a positive sign.
-  const uint32_t clamped = std::min(static_cast<uint32_t>(b), low) & static_cast<uint32_t>(b >> 31);
-  const float c = float_of_bits(static_cast<int32_t>(clamped));
-  const float t = c * 1.44269504088896341f + 12582912.0f;
-  const float n = t - 12582912.0f;
-  float r = c - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  const float z = r * r;
-  float y = 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * z + r + 1.0f;
-  const int32_t k = bits_of_float(t) - bits_of_float(12582912.0f);  // n, in [-150, 0]
-  const int32_t k1 = k / 2;  // both halves >= -75: 2^k1 and 2^k2 are normal floats
-  const int32_t k2 = k - k1;
-  y = y * float_of_bits((k1 + 127) << 23) * float_of_bits((k2 + 127) << 23);
-  const int32_t nan = (0x7F800000 - (b & 0x7FFFFFFF)) >> 31;  // all ones for a NaN x
-  return float_of_bits(bits_of_float(y) | (nan & 0x7FC00000));
-}
-
-// exp(x) for x <= 0 or NaN (a shifted value x - max), in the accumulation type.
-template <typename A>
-SCATTERX_INLINE A exp_shifted(A x) {
-  if constexpr (std::is_same_v<A, float>) {
-    return exp_core(x);
-  } else {
-    return std::exp(x);
-  }
-}
-
-struct Rows {
-  const int64_t* order;  // positions grouped by destination
-  int64_t positions;
-  int64_t features;
-};
-
-// A run of rows order[begin, end) of one group, over features [k0, k0 + count).
-// kCount > 0 fixes count at compile time (whole tiles), 0 takes it at run time.
+// The forward's passes over a tile of rows of x.
 template <typename T, int64_t kCount>
-struct Tile {
+struct Tile : TileRows<kCount> {
   using A = acc_t<T>;
+  using TileRows<kCount>::count;
+  using TileRows<kCount>::at;
+  using TileRows<kCount>::r;
+  using TileRows<kCount>::begin;
+  using TileRows<kCount>::end;
   const T* x;
-  const Rows& r;
-  int64_t begin;
-  int64_t end;
-  int64_t k0;
-  int64_t runtime_count;
 
-  SCATTERX_INLINE int64_t count() const { return kCount > 0 ? kCount : runtime_count; }
-  SCATTERX_INLINE const T* row(int64_t p) const { return x + r.order[p] * r.features + k0; }
+  SCATTERX_INLINE const T* row(int64_t p) const { return x + at(p); }
 
   // m[j] = the maximum over the rows (NaN wins, as torch's amax), reading
   // them from memory with a prefetch along the grouped order.
@@ -156,7 +83,7 @@ struct Tile {
         prefetch_bytes(row(p + kPrefetch), static_cast<size_t>(n) * sizeof(T));
       }
       const T* v = row(p);
-      T* o = out + r.order[p] * r.features + k0;
+      T* o = out + at(p);
       if constexpr (kLog) {
         for (int64_t j = 0; j < n; ++j) o[j] = static_cast<T>((static_cast<A>(v[j]) - m[j]) - s_or_log_s[j]);
       } else {
@@ -169,14 +96,6 @@ struct Tile {
       }
     }
   }
-};
-
-// A chunk of a group of more than kChunkRows rows.
-struct Chunk {
-  int64_t begin;  // rows order[begin, end)
-  int64_t end;
-  int64_t first;  // the group's first chunk, whose partials end up holding the group's M and S
-  int64_t last;   // one past the group's last chunk
 };
 
 template <typename T, bool kLog>
@@ -228,9 +147,9 @@ struct SoftmaxKernel {
     for (int64_t k0 = 0; k0 < r.features; k0 += kTile) {
       const int64_t count = std::min(kTile, r.features - k0);
       if (count == kTile) {
-        tile_step<kStep>(Tile<T, kTile>{x, r, begin, end, k0, count}, chunk, cache);
+        tile_step<kStep>(Tile<T, kTile>{{r, begin, end, k0, count}, x}, chunk, cache);
       } else {
-        tile_step<kStep>(Tile<T, 0>{x, r, begin, end, k0, count}, chunk, cache);
+        tile_step<kStep>(Tile<T, 0>{{r, begin, end, k0, count}, x}, chunk, cache);
       }
     }
   }
@@ -281,8 +200,6 @@ struct SoftmaxKernel {
     for (int64_t c = first; c < last; ++c) for_each_tile<TileStep::Outputs>(chunks[c].begin, chunks[c].end, c, nullptr);
   }
 
-  enum class Step { SmallGroups, ChunkPartials, Combine, ChunkOutputs };
-
   SCATTERX_INLINE void run_body(Step step, int64_t first, int64_t last, A* cache) const {
     switch (step) {
       case Step::SmallGroups:
@@ -308,73 +225,33 @@ struct SoftmaxKernel {
 template <typename T, bool kLog>
 void softmax_groups(const TensorView& src, const TargetGroups& groups, const TensorView& out, double eps) {
   using A = acc_t<T>;
-  using Kernel = SoftmaxKernel<T, kLog>;
-  using Step = typename Kernel::Step;
   const Rows r{groups.order.data(), src.size(0), src.size(1)};
   const int64_t F = r.features;
-  std::vector<Chunk> chunks;
-  for (int64_t g = 0; g < groups.num_groups; ++g) {
-    const int64_t begin = groups.offsets[g];
-    const int64_t end = groups.offsets[g + 1];
-    if (end - begin <= kChunkRows) continue;
-    const auto first = static_cast<int64_t>(chunks.size());
-    const int64_t last = first + (end - begin + kChunkRows - 1) / kChunkRows;
-    for (int64_t b = begin; b < end; b += kChunkRows) chunks.push_back({b, std::min(b + kChunkRows, end), first, last});
-  }
+  const std::vector<Chunk> chunks = chunk_long_groups(groups);
   const auto num_chunks = static_cast<int64_t>(chunks.size());
   Buffer<A> chunk_max(num_chunks * F);
   Buffer<A> chunk_sum(num_chunks * F);
-  const Kernel kernel{static_cast<const T*>(src.data()),
-                      static_cast<T*>(out.data()),
-                      r,
-                      groups,
-                      chunks,
-                      chunk_max.data(),
-                      chunk_sum.data(),
-                      static_cast<A>(eps)};
-  const bool avx2 = use_avx2();
-  auto run = [&](Step step, int64_t first, int64_t last, A* cache) {
-    if (avx2) {
-      kernel.run_avx2(step, first, last, cache);
-    } else {
-      kernel.run(step, first, last, cache);
-    }
-  };
-  // One exp cache per thread, allocated before the parallel region.
-  const bool nested = omp_in_parallel() != 0;
-  const int64_t slots = nested ? 1 : omp_get_max_threads();
-  Buffer<A> cache(kLog ? 0 : slots * kChunkRows * kTile);
-  const int64_t reads = std::max<int64_t>(1, r.positions * F);
-  const int64_t grain = std::max<int64_t>(1, kGroupedReadsPerPiece * groups.num_groups / reads);
-  parallel_for_dynamic(groups.num_groups, grain, [&](int64_t first, int64_t last) {
-    A* mine = kLog ? nullptr : cache.data() + (nested ? 0 : omp_get_thread_num()) * kChunkRows * kTile;
-    run(Step::SmallGroups, first, last, mine);
-  });
-  if (num_chunks == 0) return;
-  const int64_t chunk_grain = std::max<int64_t>(1, kGroupedReadsPerPiece / (kChunkRows * F));
-  parallel_for_dynamic(num_chunks, chunk_grain,
-                       [&](int64_t first, int64_t last) { run(Step::ChunkPartials, first, last, nullptr); });
-  parallel_for(num_chunks, chunk_grain, [&](int64_t first, int64_t last) { run(Step::Combine, first, last, nullptr); });
-  parallel_for_dynamic(num_chunks, chunk_grain,
-                       [&](int64_t first, int64_t last) { run(Step::ChunkOutputs, first, last, nullptr); });
+  const SoftmaxKernel<T, kLog> kernel{static_cast<const T*>(src.data()),
+                                      static_cast<T*>(out.data()),
+                                      r,
+                                      groups,
+                                      chunks,
+                                      chunk_max.data(),
+                                      chunk_sum.data(),
+                                      static_cast<A>(eps)};
+  // The softmax keeps a small group's exponentials between its passes.
+  run_steps<A>(kernel, groups, r.positions, F, num_chunks, kLog ? 0 : kChunkRows * kTile);
 }
 
 }  // namespace
+}  // namespace softmax_cpu
 
-float exp_nonpositive(float x) { return exp_core(x); }
+float exp_nonpositive(float x) { return softmax_cpu::exp_core(x); }
 
 void scatter_softmax_cpu(const TensorView& src, const TargetGroups& groups, const TensorView& out, bool log,
                          double eps) {
-  dispatch_dtype(src.dtype(), "scatter_softmax", [&](auto dtype_tag) {
-    constexpr DType D = decltype(dtype_tag)::value;
-    if constexpr (is_floating_point(D)) {
-      using T = CppType<D>;
-      if (log) {
-        softmax_groups<T, true>(src, groups, out, eps);
-      } else {
-        softmax_groups<T, false>(src, groups, out, eps);
-      }
-    }
+  softmax_cpu::dispatch_floating(src.dtype(), "scatter_softmax", log, [&](auto dtype_tag, auto log_tag) {
+    softmax_cpu::softmax_groups<CppType<decltype(dtype_tag)::value>, decltype(log_tag)::value>(src, groups, out, eps);
   });
 }
 

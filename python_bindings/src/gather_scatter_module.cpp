@@ -76,6 +76,13 @@ void register_index_plan(nb::module_& m) {
       },
       nb::arg("src"), nb::arg("index"), nb::arg("reduce"), nb::arg("dim_size"), nb::arg("framework"),
       "out[n] = reduce of the rows src[p] with index[p] == n (dim_size < 0: max + 1), grouped for this call.");
+}
+
+// torch_scatter.scatter_softmax / scatter_log_softmax's fused kernels (and
+// the CPU backward their autograd Function calls).
+void register_softmax(nb::module_& m) {
+  using scatterx::python::Framework;
+  using scatterx::python::InArray;
   m.def(
       "scatter_softmax",
       [](const InArray& src, const scatterx::IndexPlan& plan, bool log, double eps, Framework fw) -> nb::object {
@@ -86,6 +93,18 @@ void register_index_plan(nb::module_& m) {
       },
       nb::arg("src"), nb::arg("plan"), nb::arg("log"), nb::arg("eps"), nb::arg("framework"),
       "The (log-)softmax over the rows src[p] that share a destination of the plan; a new tensor of src's shape.");
+  m.def(
+      "scatter_softmax_backward",
+      [](const InArray& out, const InArray& grad, const scatterx::IndexPlan& plan, bool log,
+         Framework fw) -> nb::object {
+        const char* op = log ? "scatter_log_softmax_backward" : "scatter_softmax_backward";
+        const scatterx::TensorView ov = scatterx::python::view_of(out, op, "out");
+        const scatterx::TensorView gv = scatterx::python::view_of(grad, op, "grad");
+        return scatterx::python::to_python(
+            scatterx::python::without_gil([&] { return scatterx::scatter_softmax_backward(ov, gv, plan, log); }), fw);
+      },
+      nb::arg("out"), nb::arg("grad"), nb::arg("plan"), nb::arg("log"), nb::arg("framework"),
+      "The gradient of the (log-)softmax with respect to src, from its output and the output's gradient (CPU).");
 }
 
 }  // namespace
@@ -127,4 +146,5 @@ void register_gather_scatter_ops(nb::module_& m) {
       nb::arg("a"), nb::arg("a_index"), nb::arg("b"), nb::arg("b_index"), nb::arg("framework"),
       "out[e] = dot(a[a_index[e]], b[b_index[e]]) over the features (rows along dim 0).");
   register_index_plan(m);
+  register_softmax(m);
 }

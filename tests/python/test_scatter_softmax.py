@@ -120,6 +120,47 @@ def test_gradcheck_through_the_fused_path(monkeypatch, log):
     assert torch.allclose(fused, composite, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_fused_backward_on_the_cpu(monkeypatch, log, dtype):
+    """The CPU backward is one kernel call: the composite's gradient within the dtype's rounding, for an expanded
+    (stride 0) gradient and a hub of several 512-row chunks too; a double backward records torch ops instead."""
+    g = torch.Generator().manual_seed(13)
+    index = torch.randint(0, 50, (3000,), generator=g)
+    index[::2] = 4  # a hub of 1500 rows
+    src = (torch.randn(3000, 20, generator=g) * 3).to(dtype).requires_grad_(True)
+    fn = ts.scatter_log_softmax if log else ts.scatter_softmax
+    weights = torch.randn(3000, 20, generator=g).to(dtype)
+    spy = []
+    original = scatterx._C.scatter_softmax_backward
+
+    def wrapped(*args):
+        spy.append(args)
+        return original(*args)
+
+    monkeypatch.setattr(scatterx._C, "scatter_softmax_backward", wrapped)
+    (fused,) = torch.autograd.grad((fn(src, index, dim=0) * weights).sum(), src)
+    (fused_ones,) = torch.autograd.grad(fn(src, index, dim=0).sum(), src)  # grad = ones expanded: stride 0
+    assert len(spy) == 2
+    monkeypatch.undo()
+    _composite_only(monkeypatch)
+    x = src.detach().double().requires_grad_(True)
+    (want,) = torch.autograd.grad((fn(x, index, dim=0) * weights.double()).sum(), x)
+    (want_ones,) = torch.autograd.grad(fn(x, index, dim=0).sum(), x)
+    rtol, atol = TOL[dtype]
+    assert fused.dtype == dtype
+    assert torch.allclose(fused.double(), want, rtol=rtol * 4, atol=atol * 40)
+    assert torch.allclose(fused_ones.double(), want_ones, rtol=rtol * 4, atol=atol * 40)
+
+
+def test_double_backward_through_the_fused_path():
+    g = torch.Generator().manual_seed(17)
+    src = torch.randn(30, 2, generator=g, dtype=torch.float64, requires_grad=True)
+    index = torch.randint(0, 5, (30,), generator=g)
+    for fn in (ts.scatter_softmax, ts.scatter_log_softmax):
+        assert torch.autograd.gradgradcheck(lambda s, f=fn: f(s, index, dim=0, dim_size=6), (src,))
+
+
 def test_composite_keeps_the_other_cases(monkeypatch):
     spy = []
     monkeypatch.setattr(scatterx._C, "scatter_softmax", _calls(spy))

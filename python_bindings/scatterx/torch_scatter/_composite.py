@@ -51,7 +51,9 @@ _FUSED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 class _FusedSoftmax(torch.autograd.Function):
     """The fused kernel's (log-)softmax of the rows of src grouped by an IndexPlan; the backward is the
     composite's math, with S a sum over each destination's rows read back per row:
-    softmax: grad = y * (g - S(g * y)); log-softmax: grad = g - exp(y) * S(g)."""
+    softmax: grad = y * (g - S(g * y)); log-softmax: grad = g - exp(y) * S(g). On the CPU one fused kernel
+    computes it (scatter_softmax_backward); on CUDA, and where the backward itself is recorded (create_graph,
+    for a double backward), torch ops around scatterx's scatter."""
 
     @staticmethod
     def forward(ctx, src, plan, log, eps):
@@ -65,6 +67,11 @@ class _FusedSoftmax(torch.autograd.Function):
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
         plan = ctx.plan
+        if out.device.type == "cpu" and not torch.is_grad_enabled():  # grad enabled: a double backward's graph
+            op = "scatter_log_softmax" if ctx.log else "scatter_softmax"
+            grad_src = _C.scatter_softmax_backward(arg(out, op, "out"), arg(grad, op, "grad"), plan._plan, ctx.log,
+                                                   _TORCH)
+            return grad_src, None, None, None
         index = tensor(plan.index).long()
 
         def per_row(values):  # S(values)[index]: each row gets its destination's sum
