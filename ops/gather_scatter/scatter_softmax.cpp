@@ -8,30 +8,48 @@
 
 namespace scatterx {
 
+namespace {
+
+// Checks that the rows of t (along dim 0) are the plan's positions.
+void check_rows(const char* op, const char* name, const TensorView& t, const IndexPlan& plan) {
+  SCATTERX_CHECK(t.dim() >= 1, ArgumentError, op, "expected ", name,
+                 " with at least 1 dimension (rows along dim 0), got 0-d");
+  SCATTERX_CHECK(t.size(0) == plan.positions(), ArgumentError, op, "expected ", name,
+                 ".size(0) to equal the plan's positions (", plan.positions(), "), got ", t.size(0));
+}
+
+int64_t features_per_row(const TensorView& t) {
+  int64_t features = 1;
+  for (int64_t d = 1; d < t.dim(); ++d) features *= t.size(d);
+  return features;
+}
+
+// t as contiguous [rows, features] for the kernels, which read whole rows; a
+// strided t is copied once, into `copy`.
+TensorView as_rows(const TensorView& t, Tensor& copy) {
+  if (!t.is_contiguous()) copy = Tensor::clone(t);
+  const void* data = t.is_contiguous() ? t.data() : copy.data();
+  const int64_t features = features_per_row(t);
+  return TensorView(const_cast<void*>(data), t.dtype(), Shape{t.size(0), features}, Shape{features, 1}, t.device());
+}
+
+}  // namespace
+
 Tensor scatter_softmax(const TensorView& src, const IndexPlan& plan, bool log, double eps) {
   const char* op = log ? "scatter_log_softmax" : "scatter_softmax";
   detail::check_plan_device(op, "src", src, plan);
   SCATTERX_CHECK(is_floating_point(src.dtype()), DTypeError, op, "expected src of a floating dtype, got ",
                  dtype_name(src.dtype()));
-  SCATTERX_CHECK(src.dim() >= 1, ArgumentError, op,
-                 "expected src with at least 1 dimension (rows along dim 0), got 0-d");
-  SCATTERX_CHECK(src.size(0) == plan.positions(), ArgumentError, op,
-                 "expected src.size(0) to equal the plan's positions (", plan.positions(), "), got ", src.size(0));
-  // Every element is written by the kernel, except on CUDA with index checks
-  // off: a position whose value was out of range is in no group, and reads 0.
+  check_rows(op, "src", src, plan);
   // A CUDA plan built with index checks off may leave rows in no group (values out of range): zeros there.
   const bool unwritten_rows = src.device().is_cuda() && !plan.device_groups(op).every_position_grouped;
   Tensor out = unwritten_rows ? Tensor::zeros(src.sizes(), src.dtype(), src.device())
                               : Tensor::empty(src.sizes(), src.dtype(), src.device());
-  const int64_t rows = src.size(0);
-  int64_t features = 1;
-  for (int64_t d = 1; d < src.dim(); ++d) features *= src.size(d);
-  if (rows == 0 || features == 0) return out;
-  // The kernel reads rows of a contiguous src; a strided src is copied once.
-  const Tensor src_copy = src.is_contiguous() ? Tensor() : Tensor::clone(src);
-  const TensorView sc = src.is_contiguous() ? src : TensorView(src_copy);
-  const TensorView flat(sc.data(), sc.dtype(), Shape{rows, features}, Shape{features, 1}, sc.device());
-  const TensorView flat_out(out.data(), out.dtype(), Shape{rows, features}, Shape{features, 1}, out.device());
+  if (src.size(0) == 0 || features_per_row(src) == 0) return out;
+  Tensor src_copy;
+  Tensor no_copy;  // out is new, so contiguous
+  const TensorView flat = as_rows(src, src_copy);
+  const TensorView flat_out = as_rows(out, no_copy);
   if (src.device().is_cuda()) {
     detail::cuda::scatter_softmax(op, flat, plan.device_groups(op), flat_out, log, eps);
   } else {
@@ -51,27 +69,16 @@ Tensor scatter_softmax_backward(const TensorView& out, const TensorView& grad, c
                  dtype_name(out.dtype()));
   SCATTERX_CHECK(grad.dtype() == out.dtype(), DTypeError, op, "expected grad of out's dtype (", dtype_name(out.dtype()),
                  "), got ", dtype_name(grad.dtype()));
-  SCATTERX_CHECK(out.dim() >= 1, ArgumentError, op,
-                 "expected out with at least 1 dimension (rows along dim 0), got 0-d");
+  check_rows(op, "out", out, plan);
   SCATTERX_CHECK(grad.sizes() == out.sizes(), ArgumentError, op, "expected grad of out's shape ", out.sizes().str(),
                  ", got ", grad.sizes().str());
-  SCATTERX_CHECK(out.size(0) == plan.positions(), ArgumentError, op,
-                 "expected out.size(0) to equal the plan's positions (", plan.positions(), "), got ", out.size(0));
   Tensor grad_src = Tensor::empty(out.sizes(), out.dtype(), out.device());
-  const int64_t rows = out.size(0);
-  const int64_t features = rows == 0 ? 0 : out.numel() / rows;
-  if (rows == 0 || features == 0) return grad_src;
-  // The kernel reads rows of contiguous tensors; a strided one is copied once.
-  const Tensor out_copy = out.is_contiguous() ? Tensor() : Tensor::clone(out);
-  const Tensor grad_copy = grad.is_contiguous() ? Tensor() : Tensor::clone(grad);
-  const void* out_data = out.is_contiguous() ? out.data() : out_copy.data();
-  const void* grad_data = grad.is_contiguous() ? grad.data() : grad_copy.data();
-  const Shape flat_shape{rows, features};
-  const Shape flat_strides{features, 1};
-  auto flat = [&](const void* data) {
-    return TensorView(const_cast<void*>(data), out.dtype(), flat_shape, flat_strides, out.device());
-  };
-  detail::scatter_softmax_backward_cpu(flat(out_data), flat(grad_data), plan.groups(op), flat(grad_src.data()), log);
+  if (out.size(0) == 0 || features_per_row(out) == 0) return grad_src;
+  Tensor out_copy;
+  Tensor grad_copy;
+  Tensor no_copy;  // grad_src is new, so contiguous
+  detail::scatter_softmax_backward_cpu(as_rows(out, out_copy), as_rows(grad, grad_copy), plan.groups(op),
+                                       as_rows(grad_src, no_copy), log);
   return grad_src;
 }
 
