@@ -1,6 +1,6 @@
 // Determinism: float sums and means with heavy duplicates give bit-identical
 // results across runs and across 1, 2 and 3 OpenMP threads, on the
-// slice-wise (broadcast index, grouped) path and on the general path, and
+// slice-wise (broadcast index: grouped, block fold) paths and on the general path, and
 // equal the serial reference's index-order fold.
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -17,6 +17,15 @@
 
 namespace sxt {
 namespace {
+
+// Sets element `at` of a contiguous int32 or int64 index.
+void set_index(const TensorView& index, int64_t at, int64_t value) {
+  if (index.dtype() == DType::Int64) {
+    index.data_as<int64_t>()[at] = value;
+  } else {
+    index.data_as<int32_t>()[at] = static_cast<int32_t>(value);
+  }
+}
 
 class DeterminismTest : public ::testing::Test {
  protected:
@@ -135,11 +144,11 @@ TEST_F(DeterminismTest, IndexAddAndLongVector) {
       ref::scatter_reduce(vec.view, 0, vec_index.view, vec_src.view, Reduce::Mean, true));
 }
 
-// index_add_ / index_reduce_ into 2^18 + 700 targets: the grouped fold over
-// the two-level counting sort (target_blocks.h), with most targets
-// hit a few times or never, one target hit by every 16th position, and a
-// last block only partly filled; int64 and int32 indices, float32 and
-// bfloat16 rows.
+// index_add_ / index_reduce_ into 2^18 + 700 targets, with most targets hit a
+// few times or never, one target hit by every 16th position, and a last
+// block only partly filled; int64 and int32 indices. Float32 rows of 16 take
+// the block fold (scatter_cpu_impl.h), bfloat16 rows of 8 (under a cache
+// line) the grouped fold over the two-level counting sort (target_blocks.h).
 TEST_F(DeterminismTest, IndexAddIntoManyTargets) {
   Rng rng(case_seed(current_test_name(), 0));
   const int64_t targets = (int64_t{1} << 18) + 700;
@@ -148,13 +157,7 @@ TEST_F(DeterminismTest, IndexAddIntoManyTargets) {
   for (DType index_dtype : {DType::Int64, DType::Int32}) {
     SCOPED_TRACE(index_dtype == DType::Int64 ? "int64 index" : "int32 index");
     Buf index = index_buf({positions}, index_dtype, kContiguous, rng, 0, targets - 1);
-    for (int64_t i = 0; i < positions; i += 16) {
-      if (index_dtype == DType::Int64) {
-        index.view.data_as<int64_t>()[i] = hot;
-      } else {
-        index.view.data_as<int32_t>()[i] = static_cast<int32_t>(hot);
-      }
-    }
+    for (int64_t i = 0; i < positions; i += 16) set_index(index.view, i, hot);
     const TensorView i = index.view;
     Buf self = random_buf({targets, 16}, DType::Float32, kContiguous, rng);
     Buf source = random_buf({positions, 16}, DType::Float32, kContiguous, rng);
@@ -245,6 +248,19 @@ TEST_P(ParallelTest, MediumShapesUnderThreeThreads) {
     narrow.view = narrow.view.expand(b.src);
     Buf src = random_buf(b.src, p.dtype, kContiguous, rng, values);
     check_scatter(form, p.reduce, p.include_self, b.dim, self, narrow, &src, Scalar());
+  }
+  {
+    // 17000 targets of 64 elements: the block fold (scatter_cpu_impl.h) for every accumulator of up to 16
+    // bytes; one target hit by every 7th position, about a third of the targets by none.
+    SCOPED_TRACE("broadcast index into many targets, a hot one");
+    const int64_t targets = 17000;
+    const int64_t positions = 5000;
+    Buf self = random_buf({targets, 64}, p.dtype, kContiguous, rng, values);
+    Buf narrow = index_buf({positions, 1}, i, kContiguous, rng, 0, targets - 1);
+    for (int64_t pos = 0; pos < positions; pos += 7) set_index(narrow.view, pos, 4321);
+    narrow.view = narrow.view.expand({positions, 64});
+    Buf src = random_buf({positions, 64}, p.dtype, kContiguous, rng, values);
+    check_scatter(form, p.reduce, p.include_self, 0, self, narrow, &src, Scalar());
   }
   {
     SCOPED_TRACE("1-d");

@@ -1,7 +1,8 @@
 // The two-level counting sort (ops/detail/target_blocks.h) against the
 // one-level one and against a direct construction: the same offsets and the
 // same slot for every position (targets in order, each target's positions
-// ascending), whatever the number of pieces the index is cut into, for int32
+// ascending), whatever the number of pieces the index is cut into and
+// whether its hits are written with streaming stores or not, for int32
 // and int64 indices; with a hot target, empty blocks, a last block only
 // partly filled, and an index sparser than its targets.
 #include <gtest/gtest.h>
@@ -34,11 +35,11 @@ Sorted direct_sort(const std::vector<I>& values, int64_t num_targets) {
 }
 
 template <typename I>
-Sorted in_blocks(const std::vector<I>& values, int64_t num_targets, int64_t pieces) {
+Sorted in_blocks(const std::vector<I>& values, int64_t num_targets, int64_t pieces, bool streaming) {
   Sorted s{{}, std::vector<int64_t>(values.size(), -1)};
   detail::Buffer<int64_t> offsets;
-  detail::counting_sort_in_blocks(values.data(), 1, static_cast<int64_t>(values.size()), num_targets, pieces, offsets,
-                                  [&](int64_t p, int64_t slot) { s.slot[static_cast<size_t>(p)] = slot; });
+  detail::counting_sort_in_blocks(values.data(), 1, static_cast<int64_t>(values.size()), num_targets, pieces, streaming,
+                                  offsets, [&](int64_t p, int64_t slot) { s.slot[static_cast<size_t>(p)] = slot; });
   s.offsets.assign(offsets.data(), offsets.data() + num_targets + 1);
   return s;
 }
@@ -56,10 +57,12 @@ void check_sizes(Rng& rng, int64_t num_targets, int64_t count) {
     values[static_cast<size_t>(p)] = static_cast<I>(v);
   }
   const Sorted want = direct_sort(values, num_targets);
-  for (int64_t pieces : {1, 2, 3, 5}) {
-    const Sorted got = in_blocks(values, num_targets, pieces);
-    EXPECT_EQ(got.offsets, want.offsets) << pieces << " pieces";
-    EXPECT_EQ(got.slot, want.slot) << pieces << " pieces";
+  for (bool streaming : {false, true}) {
+    for (int64_t pieces : {1, 2, 3, 5}) {
+      const Sorted got = in_blocks(values, num_targets, pieces, streaming);
+      EXPECT_EQ(got.offsets, want.offsets) << pieces << " pieces, streaming stores " << streaming;
+      EXPECT_EQ(got.slot, want.slot) << pieces << " pieces, streaming stores " << streaming;
+    }
   }
   // counting_sort_by_target takes this path from 2^18 targets: the same slots.
   if (detail::sorts_in_blocks(count, num_targets)) {

@@ -118,7 +118,8 @@ void counting_sort_by_target(const I* values, int64_t stride, int64_t count, int
     return;
   }
   if (sorts_in_blocks(count, num_targets)) {
-    counting_sort_in_blocks(values, stride, count, num_targets, threads_for(count, kSortGrain), offsets, place);
+    counting_sort_in_blocks(values, stride, count, num_targets, threads_for(count, kSortGrain),
+                            streams_block_hits(count), offsets, place);
   } else if (count <= int64_t{UINT32_MAX}) {
     counting_sort_unsorted<uint32_t>(values, stride, count, num_targets, offsets, place);
   } else {

@@ -1,14 +1,15 @@
 // The counting sort of positions by target (segments.h) in two levels, for
-// many targets (GNN aggregation over graphs of millions of nodes).
+// many targets (GNN aggregation over graphs of millions of nodes), and the
+// split of positions into blocks of consecutive targets that the scatter's
+// block fold (scatter_cpu_impl.h) reads.
 //
 // The one-level sort keeps a counter per target and thread and places each
 // position at a random slot of an order as long as the index. Past a few
 // hundred thousand targets its counters no longer fit a core's L2, and both
 // of its passes miss cache on every position. Here the positions are first
-// split into blocks of 2^kTargetBlockShift consecutive targets (hundreds to
-// thousands of streams, each written a whole line at a time with
-// non-temporal stores), and each block is then counted and placed on its own
-// (its counters and slots stay in L1/L2), blocks spread over threads.
+// split into blocks of 2^shift consecutive targets (hundreds to thousands of
+// streams), and each block is then counted and placed on its own (its
+// counters and slots stay in L1/L2), blocks spread over threads.
 //
 // Both levels are stable, so the slots are the one-level sort's: each
 // target's positions ascending, targets in order. How the index is cut into
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "ops/macros.h"
 #include "ops/runtime/parallel.h"
 #include "ops/runtime/stream_copy.h"
 
@@ -33,7 +35,8 @@ struct BlockHit {
 // The first level: each piece of the index wrote its hits of block b to
 // hits[begin(b, p), begin(b, p) + count(b, p)), ascending; pieces in index
 // order, so reading the pieces of a block in turn gives its positions in
-// ascending order. Each run starts on a cache line.
+// ascending order. Written with streaming stores, each run starts on a cache
+// line; else the runs follow each other, gapless.
 struct TargetBlocks {
   int64_t blocks = 0;
   int64_t pieces = 0;
@@ -47,15 +50,27 @@ struct TargetBlocks {
 
 constexpr int64_t kHitsPerLine = 64 / int64_t{sizeof(BlockHit)};
 
-// split_by_target_block's placement of positions [begin, end): each hit is
-// staged in its block's line, and a full line is written out at once, with
-// stores that do not read the line first. Restrict pointers and plain
-// arguments: as a lambda over captured references the loop reloaded its
-// bounds after every store.
+// split_by_target_block's placement of positions [begin, end) when the hits
+// stay in cache for their reader: each goes straight to its block's cursor.
+// Restrict pointers and plain arguments: as a lambda over captured
+// references the loop reloaded its bounds after every store.
 template <typename I>
 void place_block_hits(const I* __restrict values, int64_t stride, int64_t begin, int64_t end, int shift,
-                      BlockHit* __restrict stage, uint32_t* __restrict filled, int64_t* __restrict cursor,
-                      BlockHit* __restrict out) {
+                      int64_t* __restrict cursor, BlockHit* __restrict out) {
+  const uint32_t mask = (uint32_t{1} << shift) - 1;
+  for (int64_t i = begin; i < end; ++i) {
+    const auto t = static_cast<uint32_t>(values[i * stride]);
+    out[cursor[t >> shift]++] = BlockHit{static_cast<uint32_t>(i), t & mask};
+  }
+}
+
+// The same when the hits outgrow the cache: each hit is staged in its
+// block's line, and a full line is written out at once, with stores that do
+// not read the line first.
+template <typename I>
+void stream_block_hits(const I* __restrict values, int64_t stride, int64_t begin, int64_t end, int shift,
+                       BlockHit* __restrict stage, uint32_t* __restrict filled, int64_t* __restrict cursor,
+                       BlockHit* __restrict out) {
   const uint32_t mask = (uint32_t{1} << shift) - 1;
   for (int64_t i = begin; i < end; ++i) {
     const auto t = static_cast<uint32_t>(values[i * stride]);
@@ -73,12 +88,21 @@ void place_block_hits(const I* __restrict values, int64_t stride, int64_t begin,
   streaming_store_fence();
 }
 
+// Whether split_by_target_block should write the hits of `count` positions
+// with streaming stores: they pay only for hits that leave the cache anyway.
+// 1M positions into 100k targets (8 MiB of hits), 2 threads, split in 1.6 ms
+// with them and 0.66 ms without; 20M into 2M (160 MiB), 31-33 ms with and 44
+// without (2026-11-28).
+inline bool streams_block_hits(int64_t count) {
+  return count * int64_t{sizeof(BlockHit)} >= streaming_store_threshold();
+}
+
 // Splits positions 0..count-1 (count < 2^32), cut into `pieces` pieces, by
 // values[p * stride] >> shift; values must already be checked to lie in
-// [0, num_targets).
+// [0, num_targets). `streaming`: see streams_block_hits.
 template <typename I>
 TargetBlocks split_by_target_block(const I* values, int64_t stride, int64_t count, int64_t num_targets, int shift,
-                                   int64_t pieces) {
+                                   int64_t pieces, bool streaming) {
   TargetBlocks tb;
   tb.blocks = ((num_targets - 1) >> shift) + 1;
   tb.pieces = pieces;
@@ -94,6 +118,7 @@ TargetBlocks split_by_target_block(const I* values, int64_t stride, int64_t coun
     const int64_t end = piece_start(p + 1, pieces, count);
     for (int64_t i = piece_start(p, pieces, count); i < end; ++i) ++hist[static_cast<int64_t>(v[i * stride]) >> s];
   });
+  const int64_t line = streaming ? kHitsPerLine : 1;  // runs start on a line only for the streaming stores
   tb.begins = Buffer<int64_t>(blocks * pieces);
   tb.counts = Buffer<uint32_t>(blocks * pieces);
   int64_t running = 0;
@@ -102,10 +127,19 @@ TargetBlocks split_by_target_block(const I* values, int64_t stride, int64_t coun
       const uint32_t c = piece_counts[p * blocks + b];
       tb.begins[b * pieces + p] = running;
       tb.counts[b * pieces + p] = c;
-      running += (c + kHitsPerLine - 1) / kHitsPerLine * kHitsPerLine;  // the next run starts on a line
+      running += (c + line - 1) / line * line;
     }
   }
   tb.hits = Buffer<BlockHit>(std::max<int64_t>(running, 1));
+  if (!streaming) {
+    for_each_piece(pieces, static_cast<int>(pieces), [&](int64_t p) {
+      Buffer<int64_t> cursor(blocks);
+      for (int64_t b = 0; b < blocks; ++b) cursor[b] = tb.begins[b * pieces + p];
+      place_block_hits(values, stride, piece_start(p, pieces, count), piece_start(p + 1, pieces, count), shift,
+                       cursor.data(), tb.hits.data());
+    });
+    return tb;
+  }
   // A line of staging per block and piece (256 blocks: 16 KiB a piece).
   Buffer<BlockHit> staging(pieces * blocks * kHitsPerLine);
   Buffer<int64_t> cursors(pieces * blocks);
@@ -114,8 +148,8 @@ TargetBlocks split_by_target_block(const I* values, int64_t stride, int64_t coun
     for (int64_t b = 0; b < blocks; ++b) cursor[b] = tb.begins[b * pieces + p];
     uint32_t* filled = piece_counts.data() + p * blocks;  // reused: hits staged per block
     std::fill(filled, filled + blocks, 0u);
-    place_block_hits(values, stride, piece_start(p, pieces, count), piece_start(p + 1, pieces, count), shift,
-                     staging.data() + p * blocks * kHitsPerLine, filled, cursor, tb.hits.data());
+    stream_block_hits(values, stride, piece_start(p, pieces, count), piece_start(p + 1, pieces, count), shift,
+                      staging.data() + p * blocks * kHitsPerLine, filled, cursor, tb.hits.data());
     for (int64_t b = 0; b < blocks; ++b) {  // the partly filled last lines
       std::memcpy(tb.hits.data() + cursor[b], staging.data() + (p * blocks + b) * kHitsPerLine,
                   filled[b] * sizeof(BlockHit));
@@ -128,11 +162,13 @@ constexpr int kTargetBlockShift = 10;  // 1024 targets a block: 8 KiB of offsets
 
 // counting_sort_by_target's contract (segments.h), in two levels: fills
 // offsets[0..num_targets] and calls place(p, slot) once for each position p
-// with its slot, from several threads (distinct slots). count < 2^32.
+// with its slot, from several threads (distinct slots). count < 2^32;
+// `streaming`: see streams_block_hits.
 template <typename I, typename Place>
 void counting_sort_in_blocks(const I* values, int64_t stride, int64_t count, int64_t num_targets, int64_t pieces,
-                             Buffer<int64_t>& offsets, const Place& place) {
-  const TargetBlocks tb = split_by_target_block(values, stride, count, num_targets, kTargetBlockShift, pieces);
+                             bool streaming, Buffer<int64_t>& offsets, const Place& place) {
+  const TargetBlocks tb =
+      split_by_target_block(values, stride, count, num_targets, kTargetBlockShift, pieces, streaming);
   Buffer<int64_t> block_start(tb.blocks);
   int64_t running = 0;
   for (int64_t b = 0; b < tb.blocks; ++b) {
