@@ -18,15 +18,6 @@
 namespace sxt {
 namespace {
 
-// Sets element `at` of a contiguous int32 or int64 index.
-void set_index(const TensorView& index, int64_t at, int64_t value) {
-  if (index.dtype() == DType::Int64) {
-    index.data_as<int64_t>()[at] = value;
-  } else {
-    index.data_as<int32_t>()[at] = static_cast<int32_t>(value);
-  }
-}
-
 class DeterminismTest : public ::testing::Test {
  protected:
   void SetUp() override { saved_threads_ = omp_get_max_threads(); }

@@ -9,7 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "ops/detail/block_fold.h"
 #include "ops/detail/segments.h"
+#include "ops/gather_scatter/gather_scatter_cpu_blocks.h"
 #include "ops/reduce_ops.h"
 #include "scatterx.h"
 #include "tests/test_util.h"
@@ -194,6 +196,55 @@ TEST(GatherScatter, MatchesIndexSelectIndexAdd) {
     if (nodes == 300000) {
       const scatterx::IndexPlan plan(dst, nodes);
       EXPECT_TRUE(same_values(scatterx::gather_scatter(x, src, plan, Reduce::Sum), want)) << nodes << " plan";
+    }
+  }
+}
+
+// Short rows into many destinations, which fold by blocks of destinations
+// (ops/detail/block_fold.h) when no plan groups them: every dtype x reduce,
+// weighted or not, against the serial reference, with an identity source
+// (scatter_rows of the gathered messages) and against the same call
+// through a plan (the grouped fold), into a buffer of garbage. The first
+// block of destinations gets no edge, the last is partial, one destination
+// is hot, and about a fifth get none.
+TEST(GatherScatter, ManyDestinationsByBlocks) {
+  Rng rng(case_seed("GatherScatter.ManyDestinationsByBlocks", 0));
+  ValueOptions values;
+  values.special_rate = 0;
+  const int64_t nodes = 140001;
+  const int64_t edges = 150000;  // two pieces of the split on two threads
+  for (DType dtype : float_dtypes()) {
+    const int64_t element = dtype == DType::Float64 ? 8 : dtype == DType::Float32 ? 4 : 2;
+    const int64_t features = 64 / element;  // 64-byte rows: the shortest that fold by blocks
+    const int64_t acc_row = features * (dtype == DType::Float64 ? 8 : 4);
+    ASSERT_TRUE(scatterx::detail::gather_scatter_cpu_impl::out_blocks_pay(acc_row, features * element, edges, nodes))
+        << dtype_label(dtype);
+    const int64_t first_hit = int64_t{1} << scatterx::detail::block_fold_shift(acc_row);  // block 0 stays empty
+    for (Reduce reduce : reduces()) {
+      for (int weighted = 0; weighted < 2; ++weighted) {
+        SCOPED_TRACE(dtype_label(dtype) + " " + reduce_label(reduce) + (weighted ? " weighted" : ""));
+        Tensor x = Tensor::empty({nodes, features}, dtype);
+        fill_random(x, rng, values);
+        Tensor s_store, d_store, w_store;
+        const TensorView src = strided_1d(edges, weighted ? DType::Int32 : DType::Int64, rng, s_store);
+        const TensorView dst = strided_1d(edges, weighted ? DType::Int64 : DType::Int32, rng, d_store);
+        const TensorView w = strided_1d(edges, dtype, rng, w_store);
+        fill_index(src, rng, 0, nodes - 1);
+        fill_index(dst, rng, first_hit, nodes - 1);
+        for (int64_t e = 0; e < edges; e += 9) set_index(dst, e, 123457);
+        fill_random(w, rng, values);
+        const TensorView* wp = weighted ? &w : nullptr;
+        const Tensor want = reference(x, src, dst, reduce, wp, nodes);
+        Tensor into = Tensor::empty({nodes, features}, dtype);
+        fill_random(into, rng, values);
+        scatterx::gather_scatter_out(into, x, src, dst, reduce, wp);
+        EXPECT_TRUE(same_values(into, want)) << "by blocks";
+        const Tensor messages = scatterx::index_select(x, 0, src);
+        EXPECT_TRUE(same_values(scatterx::scatter_rows(messages, dst, reduce, nodes, wp), want))
+            << "scatter_rows (the identity source), by blocks";
+        const scatterx::IndexPlan plan(dst, nodes);
+        EXPECT_TRUE(same_values(scatterx::gather_scatter(x, src, plan, reduce, wp), want)) << "grouped, by a plan";
+      }
     }
   }
 }

@@ -169,6 +169,18 @@ void fill_index(const TensorView& view, Rng& rng, int64_t lo, int64_t hi) {
   });
 }
 
+void set_index(const TensorView& view, int64_t at, int64_t value) {
+  visit_index_dtype(view.dtype(), [&](auto tag) {
+    using I = typename decltype(tag)::type;
+    std::vector<int64_t> c(static_cast<size_t>(view.dim()));
+    for (int64_t d = view.dim() - 1, rest = at; d >= 0; --d) {
+      c[static_cast<size_t>(d)] = rest % view.size(d);
+      rest /= view.size(d);
+    }
+    store<I>(view, c.data(), static_cast<I>(value));
+  });
+}
+
 Scalar random_scalar(DType dtype, Rng& rng) {
   if (dtype == DType::Bool) return Scalar(rng.chance(0.5));
   if (scatterx::is_integral(dtype, false)) return Scalar(rng.uniform(-5, 5));

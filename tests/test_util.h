@@ -157,6 +157,9 @@ T random_value(Rng& rng, const ValueOptions& options);
 void fill_random(const TensorView& view, Rng& rng, const ValueOptions& options = {});
 // Fills an int32/int64 view with values in [lo, hi].
 void fill_index(const TensorView& view, Rng& rng, int64_t lo, int64_t hi);
+// Sets the element at row-major position `at` of an int32/int64 view (any
+// strides) to value.
+void set_index(const TensorView& view, int64_t at, int64_t value);
 // A Scalar of a kind that suits dtype (bool for bool, int for integers, float
 // for floats, complex for complex), with a random value.
 Scalar random_scalar(DType dtype, Rng& rng);

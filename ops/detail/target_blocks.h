@@ -26,10 +26,16 @@
 
 namespace scatterx::detail {
 
-// One index position and its target's offset inside its block.
+// One index position (or what the split's item_of made of it) and its
+// target's offset inside its block.
 struct BlockHit {
-  uint32_t position;
+  uint32_t item;
   uint32_t local;
+};
+
+// The split's default item: the position itself.
+struct PositionItem {
+  uint32_t operator()(int64_t i) const { return static_cast<uint32_t>(i); }
 };
 
 // The first level: each piece of the index wrote its hits of block b to
@@ -53,31 +59,34 @@ constexpr int64_t kHitsPerLine = 64 / int64_t{sizeof(BlockHit)};
 // split_by_target_block's placement of positions [begin, end) when the hits
 // stay in cache for their reader: each goes straight to its block's cursor.
 // Restrict pointers and plain arguments: as a lambda over captured
-// references the loop reloaded its bounds after every store.
-template <typename I>
+// references the loop reloaded its bounds after every store (item_of is
+// copied for the same reason).
+template <typename I, typename ItemOf>
 void place_block_hits(const I* __restrict values, int64_t stride, int64_t begin, int64_t end, int shift,
-                      int64_t* __restrict cursor, BlockHit* __restrict out) {
+                      const ItemOf& item_of, int64_t* __restrict cursor, BlockHit* __restrict out) {
   const uint32_t mask = (uint32_t{1} << shift) - 1;
+  const ItemOf item = item_of;
   for (int64_t i = begin; i < end; ++i) {
     const auto t = static_cast<uint32_t>(values[i * stride]);
-    out[cursor[t >> shift]++] = BlockHit{static_cast<uint32_t>(i), t & mask};
+    out[cursor[t >> shift]++] = BlockHit{item(i), t & mask};
   }
 }
 
 // The same when the hits outgrow the cache: each hit is staged in its
 // block's line, and a full line is written out at once, with stores that do
 // not read the line first.
-template <typename I>
+template <typename I, typename ItemOf>
 void stream_block_hits(const I* __restrict values, int64_t stride, int64_t begin, int64_t end, int shift,
-                       BlockHit* __restrict stage, uint32_t* __restrict filled, int64_t* __restrict cursor,
-                       BlockHit* __restrict out) {
+                       const ItemOf& item_of, BlockHit* __restrict stage, uint32_t* __restrict filled,
+                       int64_t* __restrict cursor, BlockHit* __restrict out) {
   const uint32_t mask = (uint32_t{1} << shift) - 1;
+  const ItemOf item = item_of;
   for (int64_t i = begin; i < end; ++i) {
     const auto t = static_cast<uint32_t>(values[i * stride]);
     const uint32_t b = t >> shift;
     BlockHit* line = stage + int64_t{b} * kHitsPerLine;
     const uint32_t f = filled[b];
-    line[f] = BlockHit{static_cast<uint32_t>(i), t & mask};
+    line[f] = BlockHit{item(i), t & mask};
     filled[b] = f + 1;
     if (f + 1 == kHitsPerLine) {
       copy_streaming(out + cursor[b], line, 64);
@@ -99,10 +108,13 @@ inline bool streams_block_hits(int64_t count) {
 
 // Splits positions 0..count-1 (count < 2^32), cut into `pieces` pieces, by
 // values[p * stride] >> shift; values must already be checked to lie in
-// [0, num_targets). `streaming`: see streams_block_hits.
-template <typename I>
+// [0, num_targets). `streaming`: see streams_block_hits. Each hit holds
+// item_of(position): the position itself by default; a caller that would
+// only look something up by it at fold time can store that instead, read
+// here in position order.
+template <typename I, typename ItemOf = PositionItem>
 TargetBlocks split_by_target_block(const I* values, int64_t stride, int64_t count, int64_t num_targets, int shift,
-                                   int64_t pieces, bool streaming) {
+                                   int64_t pieces, bool streaming, const ItemOf& item_of = {}) {
   TargetBlocks tb;
   tb.blocks = ((num_targets - 1) >> shift) + 1;
   tb.pieces = pieces;
@@ -135,7 +147,7 @@ TargetBlocks split_by_target_block(const I* values, int64_t stride, int64_t coun
     for_each_piece(pieces, static_cast<int>(pieces), [&](int64_t p) {
       Buffer<int64_t> cursor(blocks);
       for (int64_t b = 0; b < blocks; ++b) cursor[b] = tb.begins[b * pieces + p];
-      place_block_hits(values, stride, piece_start(p, pieces, count), piece_start(p + 1, pieces, count), shift,
+      place_block_hits(values, stride, piece_start(p, pieces, count), piece_start(p + 1, pieces, count), shift, item_of,
                        cursor.data(), tb.hits.data());
     });
     return tb;
@@ -148,7 +160,7 @@ TargetBlocks split_by_target_block(const I* values, int64_t stride, int64_t coun
     for (int64_t b = 0; b < blocks; ++b) cursor[b] = tb.begins[b * pieces + p];
     uint32_t* filled = piece_counts.data() + p * blocks;  // reused: hits staged per block
     std::fill(filled, filled + blocks, 0u);
-    stream_block_hits(values, stride, piece_start(p, pieces, count), piece_start(p + 1, pieces, count), shift,
+    stream_block_hits(values, stride, piece_start(p, pieces, count), piece_start(p + 1, pieces, count), shift, item_of,
                       staging.data() + p * blocks * kHitsPerLine, filled, cursor, tb.hits.data());
     for (int64_t b = 0; b < blocks; ++b) {  // the partly filled last lines
       std::memcpy(tb.hits.data() + cursor[b], staging.data() + (p * blocks + b) * kHitsPerLine,
@@ -197,7 +209,7 @@ void counting_sort_in_blocks(const I* values, int64_t stride, int64_t count, int
       }
       for (int64_t p = 0; p < tb.pieces; ++p) {
         const BlockHit* h = tb.hits.data() + tb.begin(b, p);
-        for (int64_t e = 0, n = tb.count(b, p); e < n; ++e) place(int64_t{h[e].position}, next[h[e].local]++);
+        for (int64_t e = 0, n = tb.count(b, p); e < n; ++e) place(int64_t{h[e].item}, next[h[e].local]++);
       }
       for (int64_t t = targets - 1; t > 0; --t) next[t] = next[t - 1];
       next[0] = block_start[b];

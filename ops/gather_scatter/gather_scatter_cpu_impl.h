@@ -8,6 +8,8 @@
 // counting sort that lays the edges out as it places them); groups are spread over threads
 // and each destination row is folded by one thread, a tile of features at a
 // time, and written once: no atomics, results independent of the thread count.
+// Short rows into many destinations, with no plan, fold by blocks of
+// destinations instead (gather_scatter_cpu_blocks.h), to the same bits.
 // The fold is compiled for the baseline ISA and again for AVX2 (cpu_isa.h):
 // the same additions in the same order, so the results are bit-identical.
 #pragma once
@@ -21,6 +23,7 @@
 #include "ops/detail/segments.h"
 #include "ops/dispatch.h"
 #include "ops/gather_scatter/gather_scatter_args.h"
+#include "ops/gather_scatter/gather_scatter_cpu_blocks.h"
 #include "ops/gather_scatter/gather_scatter_dispatch.h"
 #include "ops/reduce_ops.h"
 #include "ops/runtime/cpu_isa.h"
@@ -198,7 +201,9 @@ void run_laid_out(const GatherScatterArgs& a) {
 
 template <typename T, Reduce R, typename I, bool kWeighted>
 void run_typed(const GatherScatterArgs& a) {
-  if (a.x.size(0) <= int64_t{UINT32_MAX}) {
+  if (blocks_pay<T>(a)) {
+    run_by_blocks<T, R, I, kWeighted>(a);
+  } else if (a.x.size(0) <= int64_t{UINT32_MAX}) {
     run_laid_out<T, R, I, kWeighted, uint32_t>(a);
   } else {
     run_laid_out<T, R, I, kWeighted, int64_t>(a);

@@ -12,7 +12,8 @@
 //    blocks of consecutive targets whose rows fit a core's L2; each block is
 //    folded by one thread, position by position, into an accumulator copy
 //    of its rows. One pass over the index instead of a full sort, and the
-//    destination rows are read and written once, in order.
+//    destination rows are read and written once, in order (block_fold.h,
+//    shared with gather_scatter).
 //  - grouped: the index is slice-wise (index_add, index_reduce, broadcast
 //    index) and rows are long, or the fold needs an accumulator (16-bit
 //    floats, mean). Positions are radix-sorted by target once; each
@@ -29,15 +30,14 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
+#include "ops/detail/block_fold.h"
 #include "ops/detail/index_geometry.h"
 #include "ops/detail/prefetch.h"
 #include "ops/detail/segments.h"
-#include "ops/detail/target_blocks.h"
 #include "ops/dispatch.h"
 #include "ops/reduce_ops.h"
 #include "ops/runtime/cpu_isa.h"
@@ -54,20 +54,6 @@ constexpr int64_t kMinGroupedRow = 16;
 constexpr int64_t kRowChunk = 256;
 // Element folds per piece of work handed to a thread.
 constexpr int64_t kFoldsPerPiece = int64_t{1} << 14;
-
-// The block fold's accumulator rows per thread: the rows of a block of
-// targets, kept in a core's L2 while the block's source rows stream past.
-constexpr int64_t kBlockAccumulatorBytes = int64_t{256} << 10;
-// Rows longer than this (in accumulator bytes) go grouped: a block would
-// hold few targets, and the grouped fold's cost per target is amortised.
-constexpr int64_t kBlockFoldMaxRowBytes = 1024;
-// Rows shorter than a cache line (in element bytes) do not: reading them in
-// a block's order fetches a whole line for each, where the direct path reads
-// the source in order. 4M rows of 2 float64 into 1M targets, 2 threads: 25.5
-// ms in blocks, 13-24 ms direct (2026-11-28).
-constexpr int64_t kBlockFoldMinRowBytes = 64;
-// The block fold needs at least this many blocks, to spread over threads.
-constexpr int64_t kMinTargetBlocks = 16;
 
 // Scratch one shadow work unit may use (accumulators and hit counts).
 constexpr int64_t kShadowBytes = int64_t{4} << 20;
@@ -140,54 +126,34 @@ class CpuScatter {
 
   SCATTERX_INLINE A start(const T& current) const { return include_self_ ? static_cast<A>(current) : Op::identity(); }
 
-  // ---- target blocks --------------------------------------------------------
-  // Targets per block, as a shift: as many rows as kBlockAccumulatorBytes holds.
-  int block_shift() const {
-    const int64_t rows = kBlockAccumulatorBytes / (g_.row_len * int64_t{sizeof(A)});
-    return 63 - __builtin_clzll(static_cast<uint64_t>(std::max<int64_t>(rows, 1)));
-  }
+  // ---- target blocks (block_fold.h) ---------------------------------------
+  int block_shift() const { return block_fold_shift(g_.row_len * int64_t{sizeof(A)}); }
 
-  // Decided by the shape alone. An index sparser than a position per four
-  // targets goes grouped (its radix sort does not count every block).
+  // Decided by the shape alone.
   bool target_blocks_pay() const {
     if constexpr (R == Reduce::None) {
       return false;  // the grouped path copies only each target's last row
     } else {
       return g_.slice_index && g_.outer_numel == 1 && g_.row_stride[0] == 1 && g_.row_stride[1] == 1 &&
-             g_.row_len * int64_t{sizeof(A)} <= kBlockFoldMaxRowBytes &&
-             g_.row_len * int64_t{sizeof(T)} >= kBlockFoldMinRowBytes && g_.k <= int64_t{UINT32_MAX} &&
-             4 * g_.k >= num_targets_ && (num_targets_ >> block_shift()) >= kMinTargetBlocks;
+             block_fold_pays(g_.row_len * int64_t{sizeof(A)}, g_.row_len * int64_t{sizeof(T)}, g_.k, num_targets_);
     }
   }
 
   // Each block is folded by one thread, its positions in index order, so
-  // every target gets the grouped path's fold, to the bit. Blocks are taken
-  // heaviest first, so that a power-law graph's hub blocks do not start last.
+  // every target gets the grouped path's fold, to the bit.
   void run_target_blocks() const {
     const int shift = block_shift();
     const TargetBlocks tb = split_by_target_block(index_, g_.dim_stride[2], g_.k, num_targets_, shift,
                                                   threads_for(g_.k, kSortGrain), streams_block_hits(g_.k));
-    Buffer<int64_t> heaviest(tb.blocks);
-    Buffer<int64_t> block_hits(tb.blocks);
-    for (int64_t b = 0; b < tb.blocks; ++b) {
-      heaviest[b] = b;
-      block_hits[b] = 0;
-      for (int64_t p = 0; p < tb.pieces; ++p) block_hits[b] += tb.count(b, p);
-    }
-    std::stable_sort(heaviest.data(), heaviest.data() + tb.blocks,
-                     [&](int64_t x, int64_t y) { return block_hits[x] > block_hits[y]; });
     const int64_t block_rows = int64_t{1} << shift;
     const int threads = threads_for(tb.blocks, 1);
     Buffer<A> accumulators(threads * block_rows * g_.row_len);
     Buffer<uint32_t> counts(threads * block_rows);
-    std::atomic<int64_t> next{0};
     const BlockFoldFn fold = scaled_ ? pick_block_fold<true>() : pick_block_fold<false>();
-    for_each_piece(threads, threads, [&](int64_t t) {
-      BlockFold f{&tb, shift, accumulators.data() + t * block_rows * g_.row_len, counts.data() + t * block_rows, 0};
-      for (int64_t i = next++; i < tb.blocks; i = next++) {
-        f.block = heaviest[i];
-        if (block_hits[f.block] != 0) (this->*fold)(f);
-      }
+    for_each_block_heaviest_first(tb, threads, [&](int64_t t, int64_t block, int64_t hits) {
+      if (hits == 0) return;  // its rows stay as they are
+      (this->*fold)(BlockFold{&tb, shift, accumulators.data() + t * block_rows * g_.row_len,
+                              counts.data() + t * block_rows, block});
     });
   }
 
@@ -226,7 +192,7 @@ class CpuScatter {
     const int64_t first_target = f.block << f.shift;
     const int64_t targets = std::min(int64_t{1} << f.shift, num_targets_ - first_target);
     T* const dst = self_ + first_target * g_.dim_stride[0];
-    const int64_t ahead = std::clamp<int64_t>(6144 / (len * int64_t{sizeof(T)}), 2, 24);
+    const int64_t ahead = block_fold_prefetch_rows(len * int64_t{sizeof(T)});
     for (int64_t t = 0; t < targets; ++t) {
       const T* d = dst + t * g_.dim_stride[0];
       A* acc = f.acc + t * len;
@@ -237,8 +203,8 @@ class CpuScatter {
       const BlockHit* h = f.tb->hits.data() + f.tb->begin(f.block, p);
       const int64_t n = f.tb->count(f.block, p);
       for (int64_t e = 0; e < n; ++e) {
-        if (e + ahead < n) prefetch_row(src_ + int64_t{h[e + ahead].position} * step, len * int64_t{sizeof(T)});
-        const int64_t pos = h[e].position;
+        if (e + ahead < n) prefetch_block_fold_row(src_ + int64_t{h[e + ahead].item} * step, len * int64_t{sizeof(T)});
+        const int64_t pos = h[e].item;
         const T* row = src_ + pos * step;
         const A factor = kScaled ? row_factor(pos) : A(1);
         A* acc = f.acc + int64_t{h[e].local} * len;
