@@ -219,7 +219,8 @@ TEST(GatherScatter, ManyDestinationsByBlocks) {
     const int64_t acc_row = features * (dtype == DType::Float64 ? 8 : 4);
     ASSERT_TRUE(scatterx::detail::gather_scatter_cpu_impl::out_blocks_pay(acc_row, features * element, edges, nodes))
         << dtype_label(dtype);
-    const int64_t first_hit = int64_t{1} << scatterx::detail::block_fold_shift(acc_row);  // block 0 stays empty
+    const int64_t first_hit =  // block 0 stays empty
+        int64_t{1} << scatterx::detail::gather_scatter_cpu_impl::out_block_shift(acc_row, nodes);
     for (Reduce reduce : reduces()) {
       for (int weighted = 0; weighted < 2; ++weighted) {
         SCOPED_TRACE(dtype_label(dtype) + " " + reduce_label(reduce) + (weighted ? " weighted" : ""));

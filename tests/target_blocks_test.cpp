@@ -9,6 +9,7 @@
 
 #include <vector>
 
+#include "ops/detail/block_fold.h"
 #include "ops/detail/segments.h"
 #include "ops/detail/target_blocks.h"
 #include "tests/test_util.h"
@@ -80,6 +81,33 @@ TEST(TargetBlocks, SameSlotsAsADirectCountingSort) {
   check_sizes<int32_t>(rng, (int64_t{1} << 18) + 333, 200003);  // past the two-level threshold
   check_sizes<int64_t>(rng, (int64_t{1} << 18) + 333, 70001);   // sparser than its targets
   check_sizes<int32_t>(rng, 1 << 12, 1);                        // one position
+}
+
+// The block fold's block size (block_fold.h): as many rows as the accumulator
+// size holds, rounded down to a power of two, and grown rather than cut into
+// more than kMaxTargetBlocks blocks, up to kMaxBlockAccumulatorBytes.
+TEST(TargetBlocks, BlockFoldShift) {
+  constexpr int64_t kKiB = 1024;
+  struct Case {
+    int64_t row_bytes, targets, accumulator_bytes;
+    int want;
+  };
+  for (const Case& c : {Case{256, 100000, 128 * kKiB, 9},            // 512 rows of 128 KiB, 196 blocks
+                        Case{192, 100000, 128 * kKiB, 9},            // 682 rows fit: 512 of them
+                        Case{256, 100000, 256 * kKiB, 10},           // gather_scatter's size
+                        Case{64, 1000000, 128 * kKiB, 11},           // 489 blocks of 2048 rows
+                        Case{64, 2000000, 128 * kKiB, 12},           // 977 blocks would be too many: 489 of 4096
+                        Case{64, int64_t{1} << 30, 128 * kKiB, 14},  // grown no further than 1 MiB
+                        Case{4096, 100000, 128 * kKiB, 8},           // 32 rows would make 3125 blocks: 391 of 1 MiB
+                        Case{64, 1, 128 * kKiB, 11}}) {              // one target, one block
+    SCOPED_TRACE(::testing::Message() << c.row_bytes << "-byte rows into " << c.targets << " targets, "
+                                      << c.accumulator_bytes / kKiB << " KiB");
+    const int shift = detail::block_fold_shift(c.row_bytes, c.targets, c.accumulator_bytes);
+    EXPECT_EQ(shift, c.want);
+    const int64_t blocks = ((c.targets - 1) >> shift) + 1;
+    EXPECT_TRUE(blocks <= detail::kMaxTargetBlocks || (c.row_bytes << (shift + 1)) > detail::kMaxBlockAccumulatorBytes)
+        << blocks << " blocks";
+  }
 }
 
 }  // namespace

@@ -23,9 +23,25 @@
 
 namespace scatterx::detail {
 
-// The accumulator rows of a block: kept in a core's L2 while the block's
-// source rows stream past.
-constexpr int64_t kBlockAccumulatorBytes = int64_t{256} << 10;
+// The accumulator rows of a block, kept in a core's L2 while the block's
+// source rows stream past; each op picks its size (block_fold_shift). The
+// scatter streams its source rows from memory, and where its two threads
+// share one core (SMT siblings, as this project's VM places its two vCPUs
+// for minutes at a time) two accumulators of 256 KiB and the rows in flight
+// crowd the core's L2: 1M rows of 64 float32 into 100k targets, 2 threads,
+// one process alternating sizes: on one core's siblings 12.3 ms with 256
+// KiB, 11.2 with 128 and 10.3 with 64; on separate cores 9.85, 9.87 and
+// 10.2 (2026-11-29). gather_scatter's rows come from a table that mostly
+// sits in the L3; it keeps 256 KiB (7.55 ms on separate cores, 7.82 with 128).
+constexpr int64_t kScatterAccumulatorBytes = int64_t{128} << 10;
+constexpr int64_t kGatherScatterAccumulatorBytes = int64_t{256} << 10;
+// Blocks grow past the accumulator size rather than number more than this:
+// each block is a stream of the split and a pass of its own. 2M rows of 16
+// float32 into 1M targets: 15.4-15.6 ms in 245-489 blocks, 20.1 ms in 1953;
+// 20M into 2M: 127-129 ms in 244-488 blocks, 134 in 1953 (2026-11-29).
+constexpr int64_t kMaxTargetBlocks = 512;
+// ...up to this accumulator size, where a block would no longer stay in L2.
+constexpr int64_t kMaxBlockAccumulatorBytes = int64_t{1} << 20;
 // Rows longer than this (in accumulator bytes) fold grouped: a block would
 // hold few targets, and the grouped fold's cost per target is amortised.
 constexpr int64_t kBlockFoldMaxRowBytes = 1024;
@@ -34,14 +50,21 @@ constexpr int64_t kBlockFoldMaxRowBytes = 1024;
 // scatter's direct path reads the source in order. 4M rows of 2 float64 into
 // 1M targets, 2 threads: 25.5 ms in blocks, 13-24 ms direct (2026-11-28).
 constexpr int64_t kBlockFoldMinRowBytes = 64;
-// At least this many blocks, to spread over threads.
-constexpr int64_t kMinTargetBlocks = 16;
+// Fewer target rows than this (in accumulator bytes; 16 blocks of 256 KiB)
+// fold grouped: too few blocks to spread over threads, and the sort by
+// target is cheap while its counters fit a core's cache.
+constexpr int64_t kMinBlockFoldBytes = int64_t{4} << 20;
 
 // Targets per block, as a shift: as many rows of acc_row_bytes as
-// kBlockAccumulatorBytes holds.
-inline int block_fold_shift(int64_t acc_row_bytes) {
-  const int64_t rows = std::max<int64_t>(kBlockAccumulatorBytes / std::max<int64_t>(acc_row_bytes, 1), 1);
-  return 63 - __builtin_clzll(static_cast<uint64_t>(rows));
+// accumulator_bytes holds (a power of two), or more where num_targets
+// would otherwise make more than kMaxTargetBlocks blocks.
+inline int block_fold_shift(int64_t acc_row_bytes, int64_t num_targets, int64_t accumulator_bytes) {
+  const int64_t row = std::max<int64_t>(acc_row_bytes, 1);
+  const int64_t rows = std::max<int64_t>(accumulator_bytes / row, 1);
+  int shift = 63 - __builtin_clzll(static_cast<uint64_t>(rows));
+  while (((num_targets - 1) >> shift) + 1 > kMaxTargetBlocks && (row << (shift + 1)) <= kMaxBlockAccumulatorBytes)
+    ++shift;
+  return shift;
 }
 
 // Whether `positions` rows of row_bytes (acc_row_bytes once accumulated)
@@ -51,7 +74,7 @@ inline int block_fold_shift(int64_t acc_row_bytes) {
 inline bool block_fold_pays(int64_t acc_row_bytes, int64_t row_bytes, int64_t positions, int64_t num_targets) {
   return acc_row_bytes <= kBlockFoldMaxRowBytes && row_bytes >= kBlockFoldMinRowBytes &&
          positions <= int64_t{UINT32_MAX} && 4 * positions >= num_targets &&
-         (num_targets >> block_fold_shift(acc_row_bytes)) >= kMinTargetBlocks;
+         num_targets * acc_row_bytes >= kMinBlockFoldBytes;
 }
 
 // Prefetch distance, in rows, for source rows of row_bytes read at random:

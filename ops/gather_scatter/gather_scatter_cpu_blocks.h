@@ -18,16 +18,20 @@
 
 namespace scatterx::detail::gather_scatter_cpu_impl {
 
-// gather_scatter folds by blocks from twice the scatter's minimum of blocks:
-// with no destination rows to read, it gains less. 200k edges of 256 bytes
-// into 20k nodes (19 blocks), 2 threads: 0.92 ms grouped, 1.1 by blocks;
-// 300k edges of 128 bytes into 64k (32 blocks): 1.8 ms grouped, 1.4 by
-// blocks (2026-11-29).
-constexpr int64_t kMinOutBlocks = 2 * kMinTargetBlocks;
+// gather_scatter folds by blocks from twice the scatter's minimum of target
+// rows: with no destination rows to read, it gains less. 200k edges of 256
+// bytes into 20k nodes (5 MiB), 2 threads: 0.92 ms grouped, 1.1 by blocks;
+// 300k edges of 128 bytes into 64k (8 MiB): 1.8 ms grouped, 1.4 by blocks
+// (2026-11-29).
+constexpr int64_t kMinOutBlockFoldBytes = 2 * kMinBlockFoldBytes;
 
 inline bool out_blocks_pay(int64_t acc_row_bytes, int64_t row_bytes, int64_t edges, int64_t num_out) {
-  return block_fold_pays(acc_row_bytes, row_bytes, edges, num_out) &&
-         (num_out >> block_fold_shift(acc_row_bytes)) >= kMinOutBlocks;
+  return block_fold_pays(acc_row_bytes, row_bytes, edges, num_out) && num_out * acc_row_bytes >= kMinOutBlockFoldBytes;
+}
+
+// Destinations per block, as a shift.
+inline int out_block_shift(int64_t acc_row_bytes, int64_t num_out) {
+  return block_fold_shift(acc_row_bytes, num_out, kGatherScatterAccumulatorBytes);
 }
 
 // With no plan; x's rows are numbered in 32 bits, as the hits hold them.
@@ -125,7 +129,7 @@ SCATTERX_TARGET_AVX2 void fold_out_block_avx2(const GatherScatterArgs& a, const 
 // The whole op by blocks; blocks_pay(a) holds.
 template <typename T, Reduce R, typename I, bool kWeighted>
 void run_by_blocks(const GatherScatterArgs& a) {
-  const int shift = block_fold_shift(a.features * int64_t{sizeof(acc_t<T>)});
+  const int shift = out_block_shift(a.features * int64_t{sizeof(acc_t<T>)}, a.num_out);
   const TargetBlocks tb = dispatch_index_dtype(a.dst_index.dtype(), a.op, [&](auto dst_tag) {
     using D = typename decltype(dst_tag)::type;
     const EdgeItem<I, kWeighted> item{static_cast<const I*>(a.src_index.data()),

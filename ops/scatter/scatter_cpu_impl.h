@@ -127,7 +127,9 @@ class CpuScatter {
   SCATTERX_INLINE A start(const T& current) const { return include_self_ ? static_cast<A>(current) : Op::identity(); }
 
   // ---- target blocks (block_fold.h) ---------------------------------------
-  int block_shift() const { return block_fold_shift(g_.row_len * int64_t{sizeof(A)}); }
+  int block_shift() const {
+    return block_fold_shift(g_.row_len * int64_t{sizeof(A)}, num_targets_, kScatterAccumulatorBytes);
+  }
 
   // Decided by the shape alone.
   bool target_blocks_pay() const {
