@@ -89,7 +89,7 @@ void stream_block_hits(const I* __restrict values, int64_t stride, int64_t begin
     line[f] = BlockHit{item(i), t & mask};
     filled[b] = f + 1;
     if (f + 1 == kHitsPerLine) {
-      copy_streaming(out + cursor[b], line, 64);
+      store_line_streaming(out + cursor[b], line);
       cursor[b] += kHitsPerLine;
       filled[b] = 0;
     }
@@ -98,12 +98,16 @@ void stream_block_hits(const I* __restrict values, int64_t stride, int64_t begin
 }
 
 // Whether split_by_target_block should write the hits of `count` positions
-// with streaming stores: they pay only for hits that leave the cache anyway.
-// 1M positions into 100k targets (8 MiB of hits), 2 threads, split in 1.6 ms
-// with them and 0.66 ms without; 20M into 2M (160 MiB), 31-33 ms with and 44
-// without (2026-11-28).
-inline bool streams_block_hits(int64_t count) {
-  return count * int64_t{sizeof(BlockHit)} >= streaming_store_threshold();
+// with streaming stores: they pay only for hits that leave the cache before
+// they are read, because they outgrow it or because their reader streams
+// `bytes_read_per_hit` more (a block fold's source rows) through it first.
+// Measured hot, split alone, 1M positions into 100k targets (8 MiB of hits),
+// 2 threads: 1.6 ms with them and 0.66 ms without; 20M into 2M (160 MiB),
+// 31-33 ms with and 44 without (2026-11-28). Measured where it is used, in a
+// loop of 1M rows of 64 float32 split and folded into 100k targets, the
+// split took 1.29-1.48 ms with them and 1.62-1.87 without (2026-11-29).
+inline bool streams_block_hits(int64_t count, int64_t bytes_read_per_hit = 0) {
+  return count * (int64_t{sizeof(BlockHit)} + bytes_read_per_hit) >= streaming_store_threshold();
 }
 
 // Splits positions 0..count-1 (count < 2^32), cut into `pieces` pieces, by

@@ -130,6 +130,10 @@ SCATTERX_TARGET_AVX2 void fold_out_block_avx2(const GatherScatterArgs& a, const 
 template <typename T, Reduce R, typename I, bool kWeighted>
 void run_by_blocks(const GatherScatterArgs& a) {
   const int shift = out_block_shift(a.features * int64_t{sizeof(acc_t<T>)}, a.num_out);
+  // The hits stay cached for the fold (unlike the scatter's, whose source
+  // rows stream through the cache in between): the fold's rows come from a
+  // table that mostly sits in the L3. Streamed as the scatter's are, 1M edges
+  // of 64 float32 into 100k nodes took 7.8-8.3 ms against 7.2-7.7 (2026-11-29).
   const TargetBlocks tb = dispatch_index_dtype(a.dst_index.dtype(), a.op, [&](auto dst_tag) {
     using D = typename decltype(dst_tag)::type;
     const EdgeItem<I, kWeighted> item{static_cast<const I*>(a.src_index.data()),

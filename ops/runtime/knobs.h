@@ -25,7 +25,8 @@ enum class KnobKind {
   X(CpuIsa, "SCATTERX_CPU_ISA", Choice, "auto", 0, 0, "auto|baseline", false,                                       \
     "CPU kernels: auto picks the AVX2 build where the CPU has it; baseline forces the portable one")                \
   X(StreamingStoreBytes, "SCATTERX_STREAMING_STORE_BYTES", Bytes, "33554432", 0, int64_t{1} << 62, "", false,       \
-    "row gathers whose output is at least this large write with non-temporal stores")                               \
+    "row gathers whose output is at least this large write with non-temporal stores; so does the scatter's split "  \
+    "by destination blocks where it and the source rows its fold reads add up to this")                             \
   X(HostCacheBytes, "SCATTERX_HOST_CACHE_BYTES", Bytes, "1073741824", 0, int64_t{1} << 62, "", false,               \
     "freed CPU tensors and kernel scratch kept for reuse, so their pages are not faulted in again; 0 keeps none")   \
   X(ShareableHostBytes, "SCATTERX_SHAREABLE_HOST_BYTES", Bytes, "268435456", 0, int64_t{1} << 40, "", false,        \

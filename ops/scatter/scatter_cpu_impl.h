@@ -145,8 +145,9 @@ class CpuScatter {
   // every target gets the grouped path's fold, to the bit.
   void run_target_blocks() const {
     const int shift = block_shift();
-    const TargetBlocks tb = split_by_target_block(index_, g_.dim_stride[2], g_.k, num_targets_, shift,
-                                                  threads_for(g_.k, kSortGrain), streams_block_hits(g_.k));
+    const TargetBlocks tb =
+        split_by_target_block(index_, g_.dim_stride[2], g_.k, num_targets_, shift, threads_for(g_.k, kSortGrain),
+                              streams_block_hits(g_.k, g_.row_len * int64_t{sizeof(T)}));
     const int64_t block_rows = int64_t{1} << shift;
     const int threads = threads_for(tb.blocks, 1);
     Buffer<A> accumulators(threads * block_rows * g_.row_len);
