@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/detail/block_fold.h"
 #include "ops/runtime/parallel.h"
 #include "tests/op_checks.h"
 #include "tests/reference.h"
@@ -43,6 +44,21 @@ class DeterminismTest : public ::testing::Test {
       }
     }
     EXPECT_TRUE(same_values(first, expected)) << "differs from the serial index-order fold";
+  }
+
+  // index_add, index_add_weighted and index_reduce with `reduce` of source
+  // into self by index, each against the reference.
+  static void expect_index_folds(const TensorView& self, const TensorView& index, const TensorView& source,
+                                 const TensorView& weights, Reduce reduce, bool include_self) {
+    expect_deterministic(
+        "index_add", [&] { return scatterx::index_add(self, 0, index, source); },
+        ref::index_add(self, 0, index, source, Scalar(int64_t{1})));
+    expect_deterministic(
+        "index_add_weighted", [&] { return scatterx::index_add_weighted(self, 0, index, source, weights); },
+        ref::index_add_weighted(self, 0, index, source, weights));
+    expect_deterministic(
+        "index_reduce", [&] { return scatterx::index_reduce(self, 0, index, source, reduce, include_self); },
+        ref::index_reduce(self, 0, index, source, reduce, include_self));
   }
 
  private:
@@ -154,16 +170,7 @@ TEST_F(DeterminismTest, IndexAddIntoManyTargets) {
     Buf source = random_buf({positions, 16}, DType::Float32, kContiguous, rng);
     Buf weights = random_buf({positions}, DType::Float32, kContiguous, rng);
     const TensorView s = self.view;
-    expect_deterministic(
-        "index_add", [&] { return scatterx::index_add(s, 0, i, source.view); },
-        ref::index_add(s, 0, i, source.view, Scalar(int64_t{1})));
-    expect_deterministic(
-        "index_add_weighted", [&] { return scatterx::index_add_weighted(s, 0, i, source.view, weights.view); },
-        ref::index_add_weighted(s, 0, i, source.view, weights.view));
-    expect_deterministic(
-        "index_reduce mean, include_self=false",
-        [&] { return scatterx::index_reduce(s, 0, i, source.view, Reduce::Mean, false); },
-        ref::index_reduce(s, 0, i, source.view, Reduce::Mean, false));
+    expect_index_folds(s, i, source.view, weights.view, Reduce::Mean, false);
     expect_deterministic(
         "index_reduce amax", [&] { return scatterx::index_reduce(s, 0, i, source.view, Reduce::Amax, true); },
         ref::index_reduce(s, 0, i, source.view, Reduce::Amax, true));
@@ -172,6 +179,45 @@ TEST_F(DeterminismTest, IndexAddIntoManyTargets) {
     expect_deterministic(
         "bfloat16 index_add", [&] { return scatterx::index_add(half_self.view, 0, i, half_source.view); },
         ref::index_add(half_self.view, 0, i, half_source.view, Scalar(int64_t{1})));
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+// The block fold compiles its inner loop for rows of 64, 128, 256 and 512
+// accumulator bytes (with_block_row_len, block_fold.h) and reads the length at
+// run time for the others: rows of each kind, and of the odd lengths between,
+// against the serial reference, in float32 and float64 (float accumulators of
+// 4 and 8 bytes), each into enough targets to take the block fold.
+TEST_F(DeterminismTest, BlockFoldEveryRowLength) {
+  Rng rng(case_seed(current_test_name(), 0));
+  struct Case {
+    DType dtype;
+    int64_t len;
+    int64_t known;  // what with_block_row_len makes of it
+  };
+  const std::vector<Case> cases = {{DType::Float32, 16, 16},   {DType::Float32, 20, 0},  {DType::Float32, 32, 32},
+                                   {DType::Float32, 48, 0},    {DType::Float32, 64, 64}, {DType::Float32, 100, 0},
+                                   {DType::Float32, 128, 128}, {DType::Float32, 256, 0}, {DType::Float64, 8, 8},
+                                   {DType::Float64, 12, 0},    {DType::Float64, 16, 16}, {DType::Float64, 32, 32},
+                                   {DType::Float64, 64, 64},   {DType::Float64, 96, 0}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(scatterx::dtype_name(c.dtype)) + " rows of " + std::to_string(c.len));
+    const int64_t acc_bytes = c.dtype == DType::Float64 ? 8 : 4;
+    const int64_t known =
+        c.dtype == DType::Float64
+            ? scatterx::detail::with_block_row_len<double>(c.len, [](auto n) { return decltype(n)::value; })
+            : scatterx::detail::with_block_row_len<float>(c.len, [](auto n) { return decltype(n)::value; });
+    EXPECT_EQ(known, c.known);
+    // A block fold's worth of target rows and a bit, a last block partly filled.
+    const int64_t targets = scatterx::detail::kMinBlockFoldBytes / (c.len * acc_bytes) + 333;
+    const int64_t positions = targets / 2;
+    ASSERT_TRUE(scatterx::detail::block_fold_pays(c.len * acc_bytes, c.len * acc_bytes, positions, targets));
+    Buf index = index_buf({positions}, DType::Int64, kContiguous, rng, 0, targets - 1);
+    for (int64_t i = 0; i < positions; i += 9) set_index(index.view, i, targets / 3);
+    Buf self = random_buf({targets, c.len}, c.dtype, kContiguous, rng);
+    Buf source = random_buf({positions, c.len}, c.dtype, kContiguous, rng);
+    Buf weights = random_buf({positions}, c.dtype, kContiguous, rng);
+    expect_index_folds(self.view, index.view, source.view, weights.view, Reduce::Amin, false);
     if (::testing::Test::HasFailure()) return;
   }
 }

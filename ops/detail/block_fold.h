@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "ops/detail/prefetch.h"
 #include "ops/detail/target_blocks.h"
@@ -75,6 +76,31 @@ inline bool block_fold_pays(int64_t acc_row_bytes, int64_t row_bytes, int64_t po
   return acc_row_bytes <= kBlockFoldMaxRowBytes && row_bytes >= kBlockFoldMinRowBytes &&
          positions <= int64_t{UINT32_MAX} && 4 * positions >= num_targets &&
          num_targets * acc_row_bytes >= kMinBlockFoldBytes;
+}
+
+// Calls f(std::integral_constant<int64_t, kLen>{}) and returns what it
+// returns: kLen is row_len where rows of it fill 64, 128, 256 or 512 bytes of
+// accumulator A, and 0 (length known only at run time) otherwise. The folds
+// instantiate their inner loops on it, so that the common row sizes unroll
+// fully. Index_add_ of float32 rows into targets, 2 threads, medians of 10
+// calls, length known against read at run time (2026-11-29): 1M rows of 64
+// into 100k 9.0-9.1 ms against 9.9; 2M of 32 into 200k 13.8 against 16.1;
+// 2M of 16 into 1M 16.5-17.1 against 17.3. gather_scatter of 1M edges of 64
+// into 100k: 6.4-6.8 against 7.3-7.8, weighted 8.4-8.5 against 9.8-10.7.
+template <typename A, typename F>
+decltype(auto) with_block_row_len(int64_t row_len, const F& f) {
+  switch (row_len * int64_t{sizeof(A)}) {
+    case 64:
+      return f(std::integral_constant<int64_t, 64 / int64_t{sizeof(A)}>{});
+    case 128:
+      return f(std::integral_constant<int64_t, 128 / int64_t{sizeof(A)}>{});
+    case 256:
+      return f(std::integral_constant<int64_t, 256 / int64_t{sizeof(A)}>{});
+    case 512:
+      return f(std::integral_constant<int64_t, 512 / int64_t{sizeof(A)}>{});
+    default:
+      return f(std::integral_constant<int64_t, 0>{});
+  }
 }
 
 // Prefetch distance, in rows, for source rows of row_bytes read at random:

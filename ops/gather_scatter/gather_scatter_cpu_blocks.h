@@ -59,17 +59,39 @@ struct OutBlock {
   int64_t block;
 };
 
+// One row of x into its accumulator row, times w where weighted; kLen as
+// for fold_out_block_body. Restrict pointers and no unrolling of short rows
+// before vectorizing, as CpuScatter::fold_row (scatter_cpu_impl.h) says why.
+template <Reduce R, bool kWeighted, typename A, typename T>
+SCATTERX_INLINE A fold_value(A acc, T v, A w) {
+  if constexpr (kWeighted) {
+    return ReduceOp<R, A>::combine(acc, arith::mul(static_cast<A>(v), w));
+  } else {
+    return ReduceOp<R, A>::combine(acc, static_cast<A>(v));
+  }
+}
+template <Reduce R, bool kWeighted, int64_t kLen, typename A, typename T>
+SCATTERX_INLINE void fold_row(A* __restrict ac, const T* __restrict row, int64_t F, A w) {
+  if constexpr (kLen > 0 && kLen <= 16) {
+#pragma GCC unroll 1
+    for (int64_t j = 0; j < kLen; ++j) ac[j] = fold_value<R, kWeighted>(ac[j], row[j], w);
+  } else {
+    for (int64_t j = 0; j < F; ++j) ac[j] = fold_value<R, kWeighted>(ac[j], row[j], w);
+  }
+}
+
 // Folds one block's edges into acc ([targets, F]) with count ([targets]),
 // then writes the block's rows of out: every one, as the grouped fold
 // writes the rows of destinations no edge reaches (0, or the identity's
 // finalized value). Weighted, the edges' rows and weights are looked up
-// here, prefetched twice as far ahead as the rows.
-template <typename T, Reduce R, typename I, bool kWeighted>
+// here, prefetched twice as far ahead as the rows. kLen: the row length where
+// with_block_row_len knows it, else 0.
+template <typename T, Reduce R, typename I, bool kWeighted, int64_t kLen>
 SCATTERX_INLINE void fold_out_block_body(const GatherScatterArgs& a, const TargetBlocks& tb, const OutBlock& ob,
                                          acc_t<T>* acc, uint32_t* count) {
   using A = acc_t<T>;
   using Op = ReduceOp<R, A>;
-  const int64_t F = a.features;
+  const int64_t F = kLen > 0 ? kLen : a.features;
   const T* x = static_cast<const T*>(a.x.data());
   const I* src = static_cast<const I*>(a.src_index.data());  // null: the identity
   const int64_t src_stride = src != nullptr ? a.src_index.strides()[0] : 0;
@@ -98,10 +120,9 @@ SCATTERX_INLINE void fold_out_block_body(const GatherScatterArgs& a, const Targe
       A* ac = acc + int64_t{h[i].local} * F;
       ++count[h[i].local];
       if constexpr (kWeighted) {
-        const A w = static_cast<A>(weight[int64_t{h[i].item} * weight_stride]);
-        for (int64_t j = 0; j < F; ++j) ac[j] = Op::combine(ac[j], arith::mul(static_cast<A>(row[j]), w));
+        fold_row<R, kWeighted, kLen>(ac, row, F, static_cast<A>(weight[int64_t{h[i].item} * weight_stride]));
       } else {
-        for (int64_t j = 0; j < F; ++j) ac[j] = Op::combine(ac[j], static_cast<A>(row[j]));
+        fold_row<R, kWeighted, kLen>(ac, row, F, A(1));
       }
     }
   }
@@ -114,16 +135,16 @@ SCATTERX_INLINE void fold_out_block_body(const GatherScatterArgs& a, const Targe
   }
 }
 
-template <typename T, Reduce R, typename I, bool kWeighted>
+template <typename T, Reduce R, typename I, bool kWeighted, int64_t kLen>
 void fold_out_block(const GatherScatterArgs& a, const TargetBlocks& tb, const OutBlock& ob, acc_t<T>* acc,
                     uint32_t* count) {
-  fold_out_block_body<T, R, I, kWeighted>(a, tb, ob, acc, count);
+  fold_out_block_body<T, R, I, kWeighted, kLen>(a, tb, ob, acc, count);
 }
 
-template <typename T, Reduce R, typename I, bool kWeighted>
+template <typename T, Reduce R, typename I, bool kWeighted, int64_t kLen>
 SCATTERX_TARGET_AVX2 void fold_out_block_avx2(const GatherScatterArgs& a, const TargetBlocks& tb, const OutBlock& ob,
                                               acc_t<T>* acc, uint32_t* count) {
-  fold_out_block_body<T, R, I, kWeighted>(a, tb, ob, acc, count);
+  fold_out_block_body<T, R, I, kWeighted, kLen>(a, tb, ob, acc, count);
 }
 
 // The whole op by blocks; blocks_pay(a) holds.
@@ -145,7 +166,11 @@ void run_by_blocks(const GatherScatterArgs& a) {
   const int threads = threads_for(tb.blocks, 1);
   Buffer<acc_t<T>> accumulators(threads * block_rows * a.features);
   Buffer<uint32_t> counts(threads * block_rows);
-  const auto fold = use_avx2() ? &fold_out_block_avx2<T, R, I, kWeighted> : &fold_out_block<T, R, I, kWeighted>;
+  using FoldFn = void (*)(const GatherScatterArgs&, const TargetBlocks&, const OutBlock&, acc_t<T>*, uint32_t*);
+  const FoldFn fold = with_block_row_len<acc_t<T>>(a.features, [](auto row_len) -> FoldFn {
+    constexpr int64_t kLen = decltype(row_len)::value;
+    return use_avx2() ? &fold_out_block_avx2<T, R, I, kWeighted, kLen> : &fold_out_block<T, R, I, kWeighted, kLen>;
+  });
   for_each_block_heaviest_first(tb, threads, [&](int64_t t, int64_t block, int64_t) {
     const int64_t first = block << shift;
     const OutBlock ob{first, std::min(block_rows, a.num_out - first), block};

@@ -170,17 +170,36 @@ class CpuScatter {
 
   using BlockFoldFn = void (CpuScatter::*)(const BlockFold&) const;
 
-  template <bool kScaled>
-  void fold_block(const BlockFold& f) const {
-    fold_block_body<kScaled>(f);
+  // One source row into its accumulator row; kLen as for fold_block_body.
+  // Restrict pointers and, for rows of at most 16 elements, no unrolling
+  // before vectorizing: GCC 12 otherwise unrolled rows of 16 float32 of
+  // known length into 16 scalar adds (2M rows into 1M targets: 17.9 ms
+  // against 15.1 with the length read at run time, 2026-11-29).
+  template <bool kScaled, int64_t kLen>
+  SCATTERX_INLINE void fold_row(A* __restrict acc, const T* __restrict row, int64_t len, A factor) const {
+    if constexpr (kLen > 0 && kLen <= 16) {
+#pragma GCC unroll 1
+      for (int64_t j = 0; j < kLen; ++j) acc[j] = Op::combine(acc[j], value<kScaled>(row[j], factor));
+    } else {
+      for (int64_t j = 0; j < len; ++j) acc[j] = Op::combine(acc[j], value<kScaled>(row[j], factor));
+    }
   }
-  template <bool kScaled>
+
+  // kLen: the row length where with_block_row_len knows it, else 0.
+  template <bool kScaled, int64_t kLen>
+  void fold_block(const BlockFold& f) const {
+    fold_block_body<kScaled, kLen>(f);
+  }
+  template <bool kScaled, int64_t kLen>
   SCATTERX_TARGET_AVX2 void fold_block_avx2(const BlockFold& f) const {
-    fold_block_body<kScaled>(f);
+    fold_block_body<kScaled, kLen>(f);
   }
   template <bool kScaled>
   BlockFoldFn pick_block_fold() const {
-    return use_avx2() ? &CpuScatter::fold_block_avx2<kScaled> : &CpuScatter::fold_block<kScaled>;
+    return with_block_row_len<A>(g_.row_len, [&](auto row_len) -> BlockFoldFn {
+      constexpr int64_t kLen = decltype(row_len)::value;
+      return use_avx2() ? &CpuScatter::fold_block_avx2<kScaled, kLen> : &CpuScatter::fold_block<kScaled, kLen>;
+    });
   }
 
   // The accumulator rows start as the grouped fold starts (from self or the
@@ -188,9 +207,9 @@ class CpuScatter {
   // started at each target's first hit instead, every target's row was a
   // cache miss of its own, and the GNN scatter-add gained nothing over the
   // grouped path. Targets no position hits keep their rows untouched.
-  template <bool kScaled>
+  template <bool kScaled, int64_t kLen>
   SCATTERX_INLINE void fold_block_body(const BlockFold& f) const {
-    const int64_t len = g_.row_len;
+    const int64_t len = kLen > 0 ? kLen : g_.row_len;
     const int64_t step = g_.dim_stride[1];
     const int64_t first_target = f.block << f.shift;
     const int64_t targets = std::min(int64_t{1} << f.shift, num_targets_ - first_target);
@@ -212,7 +231,7 @@ class CpuScatter {
         const A factor = kScaled ? row_factor(pos) : A(1);
         A* acc = f.acc + int64_t{h[e].local} * len;
         ++f.count[h[e].local];
-        for (int64_t j = 0; j < len; ++j) acc[j] = Op::combine(acc[j], value<kScaled>(row[j], factor));
+        fold_row<kScaled, kLen>(acc, row, len, factor);
       }
     }
     const int64_t self_count = include_self_ ? 1 : 0;
