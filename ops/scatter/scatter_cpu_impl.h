@@ -225,6 +225,11 @@ class CpuScatter {
       const BlockHit* h = f.tb->hits.data() + f.tb->begin(f.block, p);
       const int64_t n = f.tb->count(f.block, p);
       for (int64_t e = 0; e < n; ++e) {
+        // The hits themselves come from memory where the split streamed
+        // them: a line of them at a time, 8 rows' look-ahead further on
+        // (1M rows of 64 float32 into 100k targets: 9.0-9.7 ms against
+        // 9.7-10.1 without, 9 alternating runs, 2026-11-29).
+        if (e % kHitsPerLine == 0 && e + 8 * ahead < n) __builtin_prefetch(h + e + 8 * ahead);
         if (e + ahead < n) prefetch_block_fold_row(src_ + int64_t{h[e + ahead].item} * step, len * int64_t{sizeof(T)});
         const int64_t pos = h[e].item;
         const T* row = src_ + pos * step;
