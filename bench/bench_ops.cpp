@@ -187,7 +187,8 @@ std::vector<int64_t> destination_order(const scatterx::Tensor& index, int64_t no
 }
 
 // Sums the 64-float rows of `rows` in `order`, split between the OpenMP
-// threads, prefetching 8 rows ahead; returns a checksum so nothing is elided.
+// threads, prefetching kAhead rows ahead; returns a checksum so nothing is
+// elided.
 float read_rows_in_order(const float* rows, const std::vector<int64_t>& order) {
   constexpr int64_t kFeatures = 64;
   // The block fold's distance for rows of 256 bytes (block_fold_prefetch_rows
