@@ -103,6 +103,22 @@ decltype(auto) with_block_row_len(int64_t row_len, const F& f) {
   }
 }
 
+// Folds one source row into its accumulator row, acc[j] = combine(acc[j],
+// row[j]); kLen as with_block_row_len gives it, len the run-time length.
+// Restrict pointers and, for rows of at most 16 elements, no unrolling
+// before vectorizing: GCC 12 otherwise unrolled rows of 16 float32 of known
+// length into 16 scalar adds (2M rows into 1M targets: 17.9 ms against 15.1
+// with the length read at run time, 2026-11-29).
+template <int64_t kLen, typename A, typename T, typename Combine>
+SCATTERX_INLINE void fold_block_row(A* __restrict acc, const T* __restrict row, int64_t len, const Combine& combine) {
+  if constexpr (kLen > 0 && kLen <= 16) {
+#pragma GCC unroll 1
+    for (int64_t j = 0; j < kLen; ++j) acc[j] = combine(acc[j], row[j]);
+  } else {
+    for (int64_t j = 0; j < len; ++j) acc[j] = combine(acc[j], row[j]);
+  }
+}
+
 // Prefetch distance, in rows, for source rows of row_bytes read at random:
 // about 6 KiB in flight, 2 to 24 rows.
 inline int64_t block_fold_prefetch_rows(int64_t row_bytes) {

@@ -59,27 +59,6 @@ struct OutBlock {
   int64_t block;
 };
 
-// One row of x into its accumulator row, times w where weighted; kLen as
-// for fold_out_block_body. Restrict pointers and no unrolling of short rows
-// before vectorizing, as CpuScatter::fold_row (scatter_cpu_impl.h) says why.
-template <Reduce R, bool kWeighted, typename A, typename T>
-SCATTERX_INLINE A fold_value(A acc, T v, A w) {
-  if constexpr (kWeighted) {
-    return ReduceOp<R, A>::combine(acc, arith::mul(static_cast<A>(v), w));
-  } else {
-    return ReduceOp<R, A>::combine(acc, static_cast<A>(v));
-  }
-}
-template <Reduce R, bool kWeighted, int64_t kLen, typename A, typename T>
-SCATTERX_INLINE void fold_row(A* __restrict ac, const T* __restrict row, int64_t F, A w) {
-  if constexpr (kLen > 0 && kLen <= 16) {
-#pragma GCC unroll 1
-    for (int64_t j = 0; j < kLen; ++j) ac[j] = fold_value<R, kWeighted>(ac[j], row[j], w);
-  } else {
-    for (int64_t j = 0; j < F; ++j) ac[j] = fold_value<R, kWeighted>(ac[j], row[j], w);
-  }
-}
-
 // Folds one block's edges into acc ([targets, F]) with count ([targets]),
 // then writes the block's rows of out: every one, as the grouped fold
 // writes the rows of destinations no edge reaches (0, or the identity's
@@ -120,9 +99,11 @@ SCATTERX_INLINE void fold_out_block_body(const GatherScatterArgs& a, const Targe
       A* ac = acc + int64_t{h[i].local} * F;
       ++count[h[i].local];
       if constexpr (kWeighted) {
-        fold_row<R, kWeighted, kLen>(ac, row, F, static_cast<A>(weight[int64_t{h[i].item} * weight_stride]));
+        const A w = static_cast<A>(weight[int64_t{h[i].item} * weight_stride]);
+        fold_block_row<kLen>(ac, row, F,
+                             [w](A acc_j, T v) { return Op::combine(acc_j, arith::mul(static_cast<A>(v), w)); });
       } else {
-        fold_row<R, kWeighted, kLen>(ac, row, F, A(1));
+        fold_block_row<kLen>(ac, row, F, [](A acc_j, T v) { return Op::combine(acc_j, static_cast<A>(v)); });
       }
     }
   }

@@ -170,21 +170,6 @@ class CpuScatter {
 
   using BlockFoldFn = void (CpuScatter::*)(const BlockFold&) const;
 
-  // One source row into its accumulator row; kLen as for fold_block_body.
-  // Restrict pointers and, for rows of at most 16 elements, no unrolling
-  // before vectorizing: GCC 12 otherwise unrolled rows of 16 float32 of
-  // known length into 16 scalar adds (2M rows into 1M targets: 17.9 ms
-  // against 15.1 with the length read at run time, 2026-11-29).
-  template <bool kScaled, int64_t kLen>
-  SCATTERX_INLINE void fold_row(A* __restrict acc, const T* __restrict row, int64_t len, A factor) const {
-    if constexpr (kLen > 0 && kLen <= 16) {
-#pragma GCC unroll 1
-      for (int64_t j = 0; j < kLen; ++j) acc[j] = Op::combine(acc[j], value<kScaled>(row[j], factor));
-    } else {
-      for (int64_t j = 0; j < len; ++j) acc[j] = Op::combine(acc[j], value<kScaled>(row[j], factor));
-    }
-  }
-
   // kLen: the row length where with_block_row_len knows it, else 0.
   template <bool kScaled, int64_t kLen>
   void fold_block(const BlockFold& f) const {
@@ -236,7 +221,8 @@ class CpuScatter {
         const A factor = kScaled ? row_factor(pos) : A(1);
         A* acc = f.acc + int64_t{h[e].local} * len;
         ++f.count[h[e].local];
-        fold_row<kScaled, kLen>(acc, row, len, factor);
+        fold_block_row<kLen>(acc, row, len,
+                             [this, factor](A a, T v) { return Op::combine(a, value<kScaled>(v, factor)); });
       }
     }
     const int64_t self_count = include_self_ ? 1 : 0;
