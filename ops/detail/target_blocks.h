@@ -124,10 +124,12 @@ TargetBlocks split_by_target_block(const I* values, int64_t stride, int64_t coun
   tb.pieces = pieces;
   const int64_t blocks = tb.blocks;
   // Per piece: its block counts, then its block write cursors and staging
-  // lines; piece-major here so one piece's scratch is contiguous.
-  Buffer<uint32_t> piece_counts(pieces * blocks);
+  // lines; piece-major here so one piece's scratch is contiguous, its runs
+  // whole cache lines apart.
+  const int64_t padded = per_thread_stride<uint32_t>(blocks);  // also whole lines of int64_t
+  Buffer<uint32_t> piece_counts(pieces * padded);
   for_each_piece(pieces, static_cast<int>(pieces), [&](int64_t p) {
-    uint32_t* hist = piece_counts.data() + p * blocks;
+    uint32_t* hist = piece_counts.data() + p * padded;
     std::fill(hist, hist + blocks, 0u);
     const I* v = values;
     const int s = shift;
@@ -140,7 +142,7 @@ TargetBlocks split_by_target_block(const I* values, int64_t stride, int64_t coun
   int64_t running = 0;
   for (int64_t b = 0; b < blocks; ++b) {
     for (int64_t p = 0; p < pieces; ++p) {
-      const uint32_t c = piece_counts[p * blocks + b];
+      const uint32_t c = piece_counts[p * padded + b];
       tb.begins[b * pieces + p] = running;
       tb.counts[b * pieces + p] = c;
       running += (c + line - 1) / line * line;
@@ -158,11 +160,11 @@ TargetBlocks split_by_target_block(const I* values, int64_t stride, int64_t coun
   }
   // A line of staging per block and piece (256 blocks: 16 KiB a piece).
   Buffer<BlockHit> staging(pieces * blocks * kHitsPerLine);
-  Buffer<int64_t> cursors(pieces * blocks);
+  Buffer<int64_t> cursors(pieces * padded);
   for_each_piece(pieces, static_cast<int>(pieces), [&](int64_t p) {
-    int64_t* cursor = cursors.data() + p * blocks;
+    int64_t* cursor = cursors.data() + p * padded;
     for (int64_t b = 0; b < blocks; ++b) cursor[b] = tb.begins[b * pieces + p];
-    uint32_t* filled = piece_counts.data() + p * blocks;  // reused: hits staged per block
+    uint32_t* filled = piece_counts.data() + p * padded;  // reused: hits staged per block
     std::fill(filled, filled + blocks, 0u);
     stream_block_hits(values, stride, piece_start(p, pieces, count), piece_start(p + 1, pieces, count), shift, item_of,
                       staging.data() + p * blocks * kHitsPerLine, filled, cursor, tb.hits.data());

@@ -434,11 +434,13 @@ class CpuScatter {
     const int64_t chunk = tiling.chunk;
     const int64_t grain = std::max<int64_t>(1, kFoldsPerPiece / std::max<int64_t>(1, g_.k * chunk));
     const int64_t pieces = pieces_for(tiling.units, grain);
-    Buffer<A> shadow(pieces * targets * chunk);
-    Buffer<uint32_t> hits(pieces * targets * chunk);
+    const int64_t acc_run = per_thread_stride<A>(targets * chunk);
+    const int64_t count_run = per_thread_stride<uint32_t>(targets * chunk);
+    Buffer<A> shadow(pieces * acc_run);
+    Buffer<uint32_t> hits(pieces * count_run);
     parallel_pieces(tiling.units, grain, [&](int64_t piece, int64_t begin, int64_t end) {
-      A* acc = shadow.data() + piece * targets * chunk;
-      uint32_t* count = hits.data() + piece * targets * chunk;
+      A* acc = shadow.data() + piece * acc_run;
+      uint32_t* count = hits.data() + piece * count_run;
       for (int64_t u = begin; u < end; ++u) {
         const RowTile tile = row_tile(g_, tiling, u);
         const int64_t len = tile.len;
