@@ -7,6 +7,7 @@
 // partly filled, and an index sparser than its targets.
 #include <gtest/gtest.h>
 
+#include <complex>
 #include <vector>
 
 #include "ops/detail/block_fold.h"
@@ -108,6 +109,26 @@ TEST(TargetBlocks, BlockFoldShift) {
     EXPECT_TRUE(blocks <= detail::kMaxTargetBlocks || (c.row_bytes << (shift + 1)) > detail::kMaxBlockAccumulatorBytes)
         << blocks << " blocks";
   }
+}
+
+// Per-thread scratch (parallel.h): each thread's run of n elements starts a
+// whole number of cache lines after the last, with less than a line of
+// padding.
+template <typename T>
+void expect_runs_of_whole_lines() {
+  for (int64_t n = 0; n <= 70; ++n) {
+    const int64_t stride = detail::per_thread_stride<T>(n);
+    EXPECT_EQ(stride * int64_t{sizeof(T)} % 64, 0) << n << " elements of " << sizeof(T) << " bytes";
+    EXPECT_GE(stride, n);
+    EXPECT_LT((stride - n) * int64_t{sizeof(T)}, 64) << n << " elements of " << sizeof(T) << " bytes";
+  }
+}
+
+TEST(TargetBlocks, PerThreadRunsAreWholeCacheLines) {
+  expect_runs_of_whole_lines<uint8_t>();
+  expect_runs_of_whole_lines<uint32_t>();
+  expect_runs_of_whole_lines<int64_t>();
+  expect_runs_of_whole_lines<std::complex<double>>();
 }
 
 }  // namespace
