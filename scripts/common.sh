@@ -41,6 +41,20 @@ scatterx_build() {
 #   mpi4py   when MPI is installed (the tests with an mpi4py communicator).
 SCATTERX_VENV="$SCATTERX_ROOT/build/venv"
 scatterx_pip() { "$SCATTERX_VENV/bin/python" -m pip --disable-pip-version-check -q "$@"; }
+scatterx_free_disk() { echo "$(df -h --output=avail "$SCATTERX_ROOT/build" | tail -1 | tr -d ' ') free on disk"; }
+# Imports torch and makes a tensor, which loads every one of its libraries.
+scatterx_torch_imports() { "$SCATTERX_VENV/bin/python" -c "import torch; torch.zeros(1)" >/dev/null 2>&1; }
+# A torch whose unpacking was cut short (a full disk, say) fails to import with
+# OSError, which pytest.importorskip passes on: every torch test module would
+# then error instead of skipping. pip cannot uninstall it when its RECORD was
+# never written, so what it left is deleted by name.
+scatterx_remove_broken_torch() {
+  echo "== torch could not be installed ($(scatterx_free_disk)): its tests and demos will be skipped"
+  scatterx_pip uninstall -y torch >/dev/null 2>&1 || true
+  local site
+  site=$("$SCATTERX_VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  rm -rf "$site/torch" "$site"/torch-*.dist-info
+}
 scatterx_python_deps() {
   local want=" $* "
   if [ ! -x "$SCATTERX_VENV/bin/python" ]; then
@@ -49,11 +63,16 @@ scatterx_python_deps() {
   fi
   local has=("$SCATTERX_VENV/bin/python" -c)
   scatterx_pip install numpy pytest hypothesis sphinx matplotlib
-  if [[ $want == *" torch "* ]] && ! "${has[@]}" "import torch" 2>/dev/null; then
-    echo "== installing torch (for the torch comparisons, autograd and the torch demos)"
-    scatterx_pip install torch || echo "== torch could not be installed: its tests and demos will be skipped"
+  if [[ $want == *" torch "* ]] && ! scatterx_torch_imports; then
+    echo "== installing torch (for the torch comparisons, autograd and the torch demos; $(scatterx_free_disk))"
+    scatterx_pip install torch || true
+    if ! scatterx_torch_imports; then
+      echo "== torch does not import after installing: installing it again, without pip's cache ($(scatterx_free_disk))"
+      scatterx_pip install --force-reinstall --no-cache-dir torch || true
+    fi
+    scatterx_torch_imports || scatterx_remove_broken_torch
   fi
-  if [[ $want == *" pyg "* ]] && "${has[@]}" "import torch" 2>/dev/null \
+  if [[ $want == *" pyg "* ]] && scatterx_torch_imports \
       && ! "${has[@]}" "import torch_geometric" 2>/dev/null; then
     echo "== installing torch_geometric (for tests/python/test_pyg.py: PyG on scatterx.torch_scatter)"
     scatterx_pip install torch_geometric || echo "== torch_geometric could not be installed: test_pyg.py will be skipped"
