@@ -20,7 +20,6 @@ namespace scatterx::detail {
 namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
-constexpr size_t kCacheLine = 64;
 // Bytes of blocks kept for reuse at most (SCATTERX_HOST_CACHE_BYTES); beyond
 // it the largest are freed. Read on first use, into an atomic rather than a
 // function-local static: a fork while another thread ran that static's
@@ -72,7 +71,7 @@ RecycledCache& cache() {
 
 void* host_allocate(size_t bytes) {
   if (void* shareable = shareable_allocate(bytes)) return shareable;
-  const size_t align = bytes >= kHugePage ? kHugePage : kCacheLine;
+  const size_t align = bytes >= kHugePage ? kHugePage : kCacheLineBytes;
   const size_t rounded = (std::max(bytes, size_t{1}) + align - 1) / align * align;
   void* p = std::aligned_alloc(align, rounded);
   if (p == nullptr) throw std::bad_alloc();
@@ -88,7 +87,7 @@ void host_free(void* p) noexcept {
 
 std::pair<void*, size_t> recycled_acquire(size_t bytes) {
   cache_limit();  // a bad SCATTERX_HOST_CACHE_BYTES raises here, not in the noexcept release
-  bytes = std::max(bytes, kCacheLine);
+  bytes = std::max(bytes, kCacheLineBytes);
   {
     RecycledCache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);

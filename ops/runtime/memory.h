@@ -16,6 +16,11 @@
 
 namespace scatterx::detail {
 
+// The line size of the CPUs this is built for (x86-64 and Arm Neoverse). Host
+// allocations start on one, and per-thread scratch gives each thread's run
+// lines of its own (parallel.h: per_thread_stride).
+inline constexpr size_t kCacheLineBytes = 64;
+
 // 64-byte aligned host memory. Allocations of 64 KiB to 8 MiB come from the
 // shareable arena while it has room (shareable_memory.h: page aligned, in
 // memory files that peer ranks can map); others of 2 MiB or more are 2 MiB

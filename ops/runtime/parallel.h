@@ -127,8 +127,8 @@ class Buffer {
 // threads' counters shared a line and 1.2 ms where they did not (2026-11-29).
 template <typename T>
 constexpr int64_t per_thread_stride(int64_t n) {
-  static_assert(64 % sizeof(T) == 0, "elements tile a cache line");
-  constexpr int64_t kPerLine = 64 / int64_t{sizeof(T)};
+  static_assert(kCacheLineBytes % sizeof(T) == 0, "elements tile a cache line");
+  constexpr int64_t kPerLine = int64_t{kCacheLineBytes / sizeof(T)};
   return (n + kPerLine - 1) / kPerLine * kPerLine;
 }
 

@@ -150,13 +150,14 @@ class CpuScatter {
                               streams_block_hits(g_.k, g_.row_len * int64_t{sizeof(T)}));
     const int64_t block_rows = int64_t{1} << shift;
     const int threads = threads_for(tb.blocks, 1);
-    Buffer<A> accumulators(threads * block_rows * g_.row_len);
-    Buffer<uint32_t> counts(threads * block_rows);
+    const int64_t acc_run = per_thread_stride<A>(block_rows * g_.row_len);
+    const int64_t count_run = per_thread_stride<uint32_t>(block_rows);
+    Buffer<A> accumulators(threads * acc_run);
+    Buffer<uint32_t> counts(threads * count_run);
     const BlockFoldFn fold = scaled_ ? pick_block_fold<true>() : pick_block_fold<false>();
     for_each_block_heaviest_first(tb, threads, [&](int64_t t, int64_t block, int64_t hits) {
       if (hits == 0) return;  // its rows stay as they are
-      (this->*fold)(BlockFold{&tb, shift, accumulators.data() + t * block_rows * g_.row_len,
-                              counts.data() + t * block_rows, block});
+      (this->*fold)(BlockFold{&tb, shift, accumulators.data() + t * acc_run, counts.data() + t * count_run, block});
     });
   }
 
