@@ -43,7 +43,7 @@ import statistics
 import sys
 
 from scatterx.bench.data import K_SEED, fill, make_index
-from scatterx.bench.local import SIZES
+from scatterx.bench.local import SIZES, torch_owned
 from scatterx.bench.machine import cpu_model
 from scatterx.bench.timing import NOISY, RETRIES, CpuMonitor, interleaved, rel_iqr, wait_quiet
 
@@ -113,10 +113,11 @@ def main() -> int:
         print(f"  {op:<28} {shape:<14} torch {best[0]:8.2f} ms  scatterx {best[1]:8.2f} ms  "
               f"x{best[0] / best[1]:5.2f}  [{chk}]", file=sys.stderr, flush=True)
 
-    messages = torch.from_numpy(fill(e * f, K_SEED + 2, "uniform").reshape(e, f))
-    grad_out = torch.from_numpy(fill(e * f, K_SEED + 9, "pm1").reshape(e, f)) if "scatter_softmax" in args.ops else None
+    # In torch's own (64-byte aligned) memory, as a PyTorch user's tensors are: see torch_owned.
+    messages = torch_owned(fill(e * f, K_SEED + 2, "uniform").reshape(e, f), torch)
+    grad_out = torch_owned(fill(e * f, K_SEED + 9, "pm1").reshape(e, f), torch) if "scatter_softmax" in args.ops else None
     for dist, seed in (("uniform", K_SEED + 3), ("powerlaw", K_SEED + 4)):
-        idx = torch.from_numpy(make_index(e, n, dist, seed))
+        idx = torch_owned(make_index(e, n, dist, seed), torch)
         idx2d = idx.view(-1, 1).expand(e, f)
         shape = f"gnn/{dist}"
 
