@@ -41,7 +41,7 @@ scatterx_build() {
 #   mpi4py   when MPI is installed (the tests with an mpi4py communicator).
 SCATTERX_VENV="$SCATTERX_ROOT/build/venv"
 scatterx_pip() { "$SCATTERX_VENV/bin/python" -m pip --disable-pip-version-check -q "$@"; }
-scatterx_free_disk() { echo "$(df -h --output=avail "$SCATTERX_ROOT/build" | tail -1 | tr -d ' ') free on disk"; }
+scatterx_free_disk() { echo "$(df -h --output=avail "$SCATTERX_ROOT" | tail -1 | tr -d ' ') free on disk"; }
 # Imports torch and makes a tensor, which loads every one of its libraries.
 scatterx_torch_imports() { "$SCATTERX_VENV/bin/python" -c "import torch; torch.zeros(1)" >/dev/null 2>&1; }
 # A torch whose unpacking was cut short (a full disk, say) fails to import with
