@@ -36,6 +36,27 @@ def rng(request):
     return np.random.default_rng(seed_for(request.node.nodeid))
 
 
+def _broken_torch():
+    """Why an installed torch fails to import ("TypeName: message"), or None: it imports, or is not there.
+    A torch whose files are partly missing raises OSError from its shared libraries, which
+    pytest.importorskip passes on; every module with torch tests would then fail to collect."""
+    try:
+        import torch  # noqa: F401
+    except ModuleNotFoundError:
+        return None
+    except Exception as e:  # whatever an installed torch raises is the answer
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+def pytest_sessionstart(session):
+    error = _broken_torch()
+    if error is not None:
+        pytest.exit(f"torch is installed but does not import ({error}). Reinstall it (pip install "
+                    "--force-reinstall torch), uninstall it, or set SCATTERX_TEST_HIDE_TORCH=1 to run "
+                    "without it", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
 def pytest_report_header(config):
     try:
         import torch

@@ -1,8 +1,10 @@
-"""The installed package: public API, typing stubs (_C.pyi, py.typed), version, no torch import."""
+"""The installed package: public API, typing stubs (_C.pyi, py.typed), version, no torch import; the suite's
+stop on a torch that is installed but broken."""
 
 import ast
 import importlib.metadata
 import inspect
+import os
 import pathlib
 import subprocess
 import sys
@@ -62,3 +64,19 @@ def test_importing_scatterx_does_not_import_torch():
            "print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "False"
+
+
+def test_a_broken_torch_stops_the_suite_with_its_error(tmp_path):
+    """A torch that is installed but fails to import (files missing, as an install cut short leaves it) stops
+    the run with one message naming its error (conftest.py), instead of failing the collection of every
+    module with torch tests."""
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text(
+        'raise OSError("libtorch_global_deps.so: cannot open shared object file")\n')
+    env = dict(os.environ, SCATTERX_TEST_HIDE_TORCH="0",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    some_tests = pathlib.Path(__file__).parent / "test_info.py"
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(some_tests)],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 4, out.stdout + out.stderr
+    assert "torch is installed but does not import (OSError: libtorch_global_deps.so" in out.stdout + out.stderr
