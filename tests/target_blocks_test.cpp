@@ -121,6 +121,11 @@ void expect_runs_of_whole_lines() {
     EXPECT_EQ(stride * int64_t{sizeof(T)} % 64, 0) << n << " elements of " << sizeof(T) << " bytes";
     EXPECT_GE(stride, n);
     EXPECT_LT((stride - n) * int64_t{sizeof(T)}, 64) << n << " elements of " << sizeof(T) << " bytes";
+    detail::PerThreadRuns<T> runs(3, n);
+    for (int64_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(runs.run(i)) % 64, 0u) << "run " << i << " of " << n << " elements";
+      EXPECT_EQ(runs.run(i) - runs.run(0), i * stride) << "run " << i << " of " << n << " elements";
+    }
   }
 }
 

@@ -60,11 +60,10 @@ template <typename Counter, typename I, typename Place>
 void counting_sort_unsorted(const I* values, int64_t stride, int64_t count, int64_t num_targets,
                             Buffer<int64_t>& offsets, const Place& place) {
   const int64_t pieces = threads_for(count, kSortGrain);
-  const int64_t run = per_thread_stride<Counter>(num_targets);
-  Buffer<Counter> histograms(pieces * run);
+  PerThreadRuns<Counter> histograms(pieces, num_targets);
   offsets = Buffer<int64_t>(num_targets + 1);
   for_each_piece(pieces, static_cast<int>(pieces), [&](int64_t p) {
-    Counter* hist = histograms.data() + p * run;
+    Counter* hist = histograms.run(p);
     std::fill(hist, hist + num_targets, Counter{0});
     const int64_t end = piece_start(p + 1, pieces, count);
     for (int64_t i = piece_start(p, pieces, count); i < end; ++i) ++hist[values[i * stride]];
@@ -73,7 +72,7 @@ void counting_sort_unsorted(const I* values, int64_t stride, int64_t count, int6
   for (int64_t t = 0; t < num_targets; ++t) {
     offsets[t] = running;
     for (int64_t p = 0; p < pieces; ++p) {
-      Counter& h = histograms[p * run + t];
+      Counter& h = histograms.run(p)[t];
       const int64_t c = h;
       h = static_cast<Counter>(running);
       running += c;
@@ -81,7 +80,7 @@ void counting_sort_unsorted(const I* values, int64_t stride, int64_t count, int6
   }
   offsets[num_targets] = running;
   for_each_piece(pieces, static_cast<int>(pieces), [&](int64_t p) {
-    Counter* next = histograms.data() + p * run;
+    Counter* next = histograms.run(p);
     const int64_t end = piece_start(p + 1, pieces, count);
     for (int64_t i = piece_start(p, pieces, count); i < end; ++i)
       place(i, static_cast<int64_t>(next[values[i * stride]]++));

@@ -124,12 +124,10 @@ TargetBlocks split_by_target_block(const I* values, int64_t stride, int64_t coun
   tb.pieces = pieces;
   const int64_t blocks = tb.blocks;
   // Per piece: its block counts, then its block write cursors and staging
-  // lines; piece-major here so one piece's scratch is contiguous, its runs
-  // whole cache lines apart.
-  const int64_t padded = per_thread_stride<uint32_t>(blocks);  // also whole lines of int64_t
-  Buffer<uint32_t> piece_counts(pieces * padded);
+  // lines; piece-major here so one piece's scratch is contiguous.
+  PerThreadRuns<uint32_t> piece_counts(pieces, blocks);
   for_each_piece(pieces, static_cast<int>(pieces), [&](int64_t p) {
-    uint32_t* hist = piece_counts.data() + p * padded;
+    uint32_t* hist = piece_counts.run(p);
     std::fill(hist, hist + blocks, 0u);
     const I* v = values;
     const int s = shift;
@@ -142,7 +140,7 @@ TargetBlocks split_by_target_block(const I* values, int64_t stride, int64_t coun
   int64_t running = 0;
   for (int64_t b = 0; b < blocks; ++b) {
     for (int64_t p = 0; p < pieces; ++p) {
-      const uint32_t c = piece_counts[p * padded + b];
+      const uint32_t c = piece_counts.run(p)[b];
       tb.begins[b * pieces + p] = running;
       tb.counts[b * pieces + p] = c;
       running += (c + line - 1) / line * line;
@@ -160,11 +158,11 @@ TargetBlocks split_by_target_block(const I* values, int64_t stride, int64_t coun
   }
   // A line of staging per block and piece (256 blocks: 16 KiB a piece).
   Buffer<BlockHit> staging(pieces * blocks * kHitsPerLine);
-  Buffer<int64_t> cursors(pieces * padded);
+  PerThreadRuns<int64_t> cursors(pieces, blocks);
   for_each_piece(pieces, static_cast<int>(pieces), [&](int64_t p) {
-    int64_t* cursor = cursors.data() + p * padded;
+    int64_t* cursor = cursors.run(p);
     for (int64_t b = 0; b < blocks; ++b) cursor[b] = tb.begins[b * pieces + p];
-    uint32_t* filled = piece_counts.data() + p * padded;  // reused: hits staged per block
+    uint32_t* filled = piece_counts.run(p);  // reused: hits staged per block
     std::fill(filled, filled + blocks, 0u);
     stream_block_hits(values, stride, piece_start(p, pieces, count), piece_start(p + 1, pieces, count), shift, item_of,
                       staging.data() + p * blocks * kHitsPerLine, filled, cursor, tb.hits.data());

@@ -145,10 +145,8 @@ void run_by_blocks(const GatherScatterArgs& a) {
   });
   const int64_t block_rows = int64_t{1} << shift;
   const int threads = threads_for(tb.blocks, 1);
-  const int64_t acc_run = per_thread_stride<acc_t<T>>(block_rows * a.features);
-  const int64_t count_run = per_thread_stride<uint32_t>(block_rows);
-  Buffer<acc_t<T>> accumulators(threads * acc_run);
-  Buffer<uint32_t> counts(threads * count_run);
+  PerThreadRuns<acc_t<T>> accumulators(threads, block_rows * a.features);
+  PerThreadRuns<uint32_t> counts(threads, block_rows);
   using FoldFn = void (*)(const GatherScatterArgs&, const TargetBlocks&, const OutBlock&, acc_t<T>*, uint32_t*);
   const FoldFn fold = with_block_row_len<acc_t<T>>(a.features, [](auto row_len) -> FoldFn {
     constexpr int64_t kLen = decltype(row_len)::value;
@@ -157,7 +155,7 @@ void run_by_blocks(const GatherScatterArgs& a) {
   for_each_block_heaviest_first(tb, threads, [&](int64_t t, int64_t block, int64_t) {
     const int64_t first = block << shift;
     const OutBlock ob{first, std::min(block_rows, a.num_out - first), block};
-    fold(a, tb, ob, accumulators.data() + t * acc_run, counts.data() + t * count_run);
+    fold(a, tb, ob, accumulators.run(t), counts.run(t));
   });
 }
 

@@ -151,16 +151,13 @@ void run_steps(const Kernel& kernel, const TargetGroups& groups, int64_t positio
       kernel.run(step, first, last, scratch);
     }
   };
-  // One scratch per thread, allocated before the parallel region, each on
-  // lines of its own.
+  // One scratch per thread, allocated before the parallel region.
   const bool nested = omp_in_parallel() != 0;
-  const int64_t slots = nested ? 1 : omp_get_max_threads();
-  const int64_t run_stride = per_thread_stride<A>(scratch_per_thread);
-  Buffer<A> scratch(slots * run_stride);
+  PerThreadRuns<A> scratch(nested ? 1 : omp_get_max_threads(), scratch_per_thread);
   const int64_t reads = std::max<int64_t>(1, positions * features);
   const int64_t grain = std::max<int64_t>(1, kGroupedReadsPerPiece * groups.num_groups / reads);
   parallel_for_dynamic(groups.num_groups, grain, [&](int64_t first, int64_t last) {
-    A* mine = scratch_per_thread == 0 ? nullptr : scratch.data() + (nested ? 0 : omp_get_thread_num()) * run_stride;
+    A* mine = scratch_per_thread == 0 ? nullptr : scratch.run(nested ? 0 : omp_get_thread_num());
     run(Step::SmallGroups, first, last, mine);
   });
   if (num_chunks == 0) return;

@@ -18,7 +18,7 @@ namespace scatterx::detail {
 
 // The line size of the CPUs this is built for (x86-64 and Arm Neoverse). Host
 // allocations start on one, and per-thread scratch gives each thread's run
-// lines of its own (parallel.h: per_thread_stride).
+// lines of its own (parallel.h: PerThreadRuns).
 inline constexpr size_t kCacheLineBytes = 64;
 
 // 64-byte aligned host memory. Allocations of 64 KiB to 8 MiB come from the

@@ -132,6 +132,20 @@ constexpr int64_t per_thread_stride(int64_t n) {
   return (n + kPerLine - 1) / kPerLine * kPerLine;
 }
 
+// Per-thread scratch: `runs` runs of n elements of T (one per thread or
+// piece), run(i) starting per_thread_stride<T>(n) elements after run(i - 1).
+// Buffer's memory starts on a line, so every run does.
+template <typename T>
+class PerThreadRuns {
+ public:
+  PerThreadRuns(int64_t runs, int64_t n) : stride_(per_thread_stride<T>(n)), buffer_(runs * stride_) {}
+  T* run(int64_t i) { return buffer_.data() + i * stride_; }
+
+ private:
+  int64_t stride_;
+  Buffer<T> buffer_;
+};
+
 }  // namespace scatterx::detail
 
 namespace scatterx::detail {

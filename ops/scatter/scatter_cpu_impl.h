@@ -150,14 +150,12 @@ class CpuScatter {
                               streams_block_hits(g_.k, g_.row_len * int64_t{sizeof(T)}));
     const int64_t block_rows = int64_t{1} << shift;
     const int threads = threads_for(tb.blocks, 1);
-    const int64_t acc_run = per_thread_stride<A>(block_rows * g_.row_len);
-    const int64_t count_run = per_thread_stride<uint32_t>(block_rows);
-    Buffer<A> accumulators(threads * acc_run);
-    Buffer<uint32_t> counts(threads * count_run);
+    PerThreadRuns<A> accumulators(threads, block_rows * g_.row_len);
+    PerThreadRuns<uint32_t> counts(threads, block_rows);
     const BlockFoldFn fold = scaled_ ? pick_block_fold<true>() : pick_block_fold<false>();
     for_each_block_heaviest_first(tb, threads, [&](int64_t t, int64_t block, int64_t hits) {
       if (hits == 0) return;  // its rows stay as they are
-      (this->*fold)(BlockFold{&tb, shift, accumulators.data() + t * acc_run, counts.data() + t * count_run, block});
+      (this->*fold)(BlockFold{&tb, shift, accumulators.run(t), counts.run(t), block});
     });
   }
 
@@ -435,13 +433,11 @@ class CpuScatter {
     const int64_t chunk = tiling.chunk;
     const int64_t grain = std::max<int64_t>(1, kFoldsPerPiece / std::max<int64_t>(1, g_.k * chunk));
     const int64_t pieces = pieces_for(tiling.units, grain);
-    const int64_t acc_run = per_thread_stride<A>(targets * chunk);
-    const int64_t count_run = per_thread_stride<uint32_t>(targets * chunk);
-    Buffer<A> shadow(pieces * acc_run);
-    Buffer<uint32_t> hits(pieces * count_run);
+    PerThreadRuns<A> shadow(pieces, targets * chunk);
+    PerThreadRuns<uint32_t> hits(pieces, targets * chunk);
     parallel_pieces(tiling.units, grain, [&](int64_t piece, int64_t begin, int64_t end) {
-      A* acc = shadow.data() + piece * acc_run;
-      uint32_t* count = hits.data() + piece * count_run;
+      A* acc = shadow.run(piece);
+      uint32_t* count = hits.run(piece);
       for (int64_t u = begin; u < end; ++u) {
         const RowTile tile = row_tile(g_, tiling, u);
         const int64_t len = tile.len;
