@@ -1,10 +1,6 @@
 #include "cases.h"
 
-#include <sys/uio.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <exception>
 #include <sstream>
@@ -13,17 +9,11 @@
 #include <vector>
 
 #include "data.h"
+#include "limits.h"
 #include "world.h"
 
 namespace scatterx_bench_collectives {
-namespace {
 
-namespace sx = scatterx;
-namespace sxd = scatterx::dist;
-
-constexpr int64_t kRowElems = 16;  // elements per row of the all-to-all inputs
-
-// Runs fn with the communicator's cross-rank checks on; records a scatterx error instead of throwing.
 void checked_call(Env& env, Check& c, const std::function<void()>& fn) {
   const bool was = env.comm.checks();
   env.comm.set_checks(true);
@@ -35,6 +25,13 @@ void checked_call(Env& env, Check& c, const std::function<void()>& fn) {
   }
   env.comm.set_checks(was);
 }
+
+namespace {
+
+namespace sx = scatterx;
+namespace sxd = scatterx::dist;
+
+constexpr int64_t kRowElems = 16;  // elements per row of the all-to-all inputs
 
 // The result check of a case writing into `out`: scatterx's call, then the
 // native one, each from `prepare()` (NaN-poisoning or restoring the buffer),
@@ -260,135 +257,6 @@ Case make_broadcast(Env& env, int64_t size) {
   return c;
 }
 
-// Both columns the same local memcpy of the all-gather's output size.
-Case make_copy(Env& env, int64_t size) {
-  struct B {
-    sx::Tensor in, out;
-  };
-  auto b = std::make_shared<B>();
-  const int64_t n = std::max<int64_t>(1, size / (env.esize * g_ws)) * g_ws;
-  b->in = sx::Tensor::empty({n}, env.dtype);
-  fill(b->in, 4000);
-  b->out = touched({n}, env.dtype);
-  Case c;
-  c.op = "copy";
-  c.bytes = n * env.esize;
-  c.count = n;
-  c.bus_factor = static_cast<double>(g_ws - 1) / g_ws;
-  B* p = b.get();
-  c.sx = [p] { std::memcpy(p->out.data(), p->in.data(), nbytes(p->in)); };
-  c.mpi = c.sx;
-  c.verify = [](Check&) {};
-  c.keep = b;
-  return c;
-}
-
-// The all-gather's data movement alone, by the two single copies a process
-// can make of a peer's bytes: both columns gather every rank's block (the
-// peers' blocks across processes, its own by memcpy) into the same output.
-// "cma": process_vm_readv straight out of each peer's private buffer (what
-// scatterx's and Open MPI's single-copy transports do, with no handshake or
-// completion note: the addresses are swapped once here). "shm": memcpy out of
-// the peers' blocks in an MPI shared-memory window, the copy a transport could
-// make if the user's buffers were mapped in every process (XPMEM). The
-// columns are the limits the all-gather and all-to-all floors are held to.
-Case make_peer_copy(Env& env, int64_t size) {
-  struct B {
-    sx::Tensor in, out, ref;
-    MPI_Win win = MPI_WIN_NULL;
-    MPI_Comm shared = MPI_COMM_NULL;
-    std::vector<const char*> window_block;  // by rank
-    std::vector<int64_t> pid;               // by rank
-    std::vector<uint64_t> address;          // by rank: its `in`
-    ~B() {
-      if (win != MPI_WIN_NULL) MPI_Win_free(&win);
-      if (shared != MPI_COMM_NULL) MPI_Comm_free(&shared);
-    }
-  };
-  auto b = std::make_shared<B>();
-  const int64_t n = std::max<int64_t>(1, size / (env.esize * g_ws));
-  const int64_t block = n * env.esize;
-  b->in = sx::Tensor::empty({n}, env.dtype);
-  fill(b->in, 5000 + static_cast<uint64_t>(g_rank));
-  b->out = touched({g_ws * n}, env.dtype);
-  b->ref = touched({g_ws * n}, env.dtype);
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &b->shared);
-  int shared_size = 0;
-  MPI_Comm_size(b->shared, &shared_size);
-  const bool one_host = shared_size == g_ws;
-  b->window_block.assign(static_cast<size_t>(g_ws), nullptr);
-  if (one_host) {
-    char* mine = nullptr;
-    MPI_Win_allocate_shared(block, 1, MPI_INFO_NULL, b->shared, &mine, &b->win);
-    std::memcpy(mine, b->in.data(), static_cast<size_t>(block));
-    for (int q = 0; q < g_ws; ++q) {
-      MPI_Aint len = 0;
-      int unit = 0;
-      char* base = nullptr;
-      MPI_Win_shared_query(b->win, q, &len, &unit, &base);
-      b->window_block[static_cast<size_t>(q)] = base;
-    }
-    MPI_Barrier(MPI_COMM_WORLD);  // every window block is written
-  }
-  const int64_t mine[2] = {static_cast<int64_t>(getpid()),
-                           static_cast<int64_t>(reinterpret_cast<uintptr_t>(b->in.data()))};
-  std::vector<int64_t> all(static_cast<size_t>(2 * g_ws));
-  MPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, MPI_COMM_WORLD);
-  for (int q = 0; q < g_ws; ++q) {
-    b->pid.push_back(all[static_cast<size_t>(2 * q)]);
-    b->address.push_back(static_cast<uint64_t>(all[static_cast<size_t>(2 * q + 1)]));
-  }
-  Case c;
-  c.op = "peer_copy";
-  c.bytes = g_ws * block;
-  c.count = n;
-  c.bus_factor = static_cast<double>(g_ws - 1) / g_ws;
-  B* p = b.get();
-  c.sx = [p, block, one_host] {
-    if (!one_host) throw std::runtime_error("peer_copy: the ranks are not all on one host");
-    char* out = static_cast<char*>(p->out.data());
-    for (int i = 0; i < g_ws; ++i) {
-      const int q = (g_rank + i) % g_ws;  // own block first, then the peers from the next one on
-      char* dst = out + q * block;
-      if (q == g_rank) {
-        std::memcpy(dst, p->in.data(), static_cast<size_t>(block));
-        continue;
-      }
-      int64_t done = 0;
-      while (done < block) {  // process_vm_readv may copy less than asked
-        iovec local{dst + done, static_cast<size_t>(block - done)};
-        iovec remote{reinterpret_cast<void*>(p->address[static_cast<size_t>(q)] + static_cast<uint64_t>(done)),
-                     static_cast<size_t>(block - done)};
-        const ssize_t got =
-            process_vm_readv(static_cast<pid_t>(p->pid[static_cast<size_t>(q)]), &local, 1, &remote, 1, 0);
-        if (got <= 0)
-          throw std::runtime_error("peer_copy: process_vm_readv failed: " + std::string(std::strerror(errno)));
-        done += got;
-      }
-    }
-  };
-  c.mpi = [p, block, one_host] {
-    if (!one_host) return;
-    char* out = static_cast<char*>(p->out.data());
-    for (int i = 0; i < g_ws; ++i) {
-      const int q = (g_rank + i) % g_ws;
-      const char* from = q == g_rank ? static_cast<const char*>(p->in.data()) : p->window_block[static_cast<size_t>(q)];
-      std::memcpy(out + q * block, from, static_cast<size_t>(block));
-    }
-  };
-  // Each column against the gathered blocks as their ranks filled them.
-  c.verify = [e = &env, p, n, sxf = c.sx, mpif = c.mpi](Check& ck) {
-    for (int q = 0; q < g_ws; ++q) fill(p->ref.slice(0, q * n, (q + 1) * n), 5000 + static_cast<uint64_t>(q));
-    for (const auto& column : {sxf, mpif}) {
-      poison(p->out);
-      checked_call(*e, ck, column);
-      if (!ck.error) compare(p->out, p->ref, true, ck);
-    }
-  };
-  c.keep = b;
-  return c;
-}
-
 }  // namespace
 
 Case make_case(Env& env, const std::string& op, int64_t size) {
@@ -399,6 +267,7 @@ Case make_case(Env& env, const std::string& op, int64_t size) {
   if (op == "broadcast") return make_broadcast(env, size);
   if (op == "copy") return make_copy(env, size);
   if (op == "peer_copy") return make_peer_copy(env, size);
+  if (op == "all_reduce_copies") return make_all_reduce_copies(env, size);
   return make_all_to_all(env, size, false);
 }
 

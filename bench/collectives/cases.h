@@ -40,6 +40,9 @@ struct Env {
   int64_t esize = 4;
 };
 
+// Runs fn with the communicator's cross-rank checks on; records a scatterx error in c instead of throwing.
+void checked_call(Env& env, Check& c, const std::function<void()>& fn);
+
 // The case of `op` (a canonical name) at series size `size`, rounded down to what its shapes allow.
 Case make_case(Env& env, const std::string& op, int64_t size);
 

@@ -29,6 +29,12 @@
 //                      out of their private buffers / by memcpy out of an
 //                      MPI shared-memory window (the two single copies one
 //                      process can make of another's bytes; no handshake)
+//   all_reduce_copies  not a collective: every rank copies out the ws - 1
+//                      blocks it does not fold, folds its own block from ws
+//                      contributions and copies in ws - 1 blocks, within its
+//                      own memory, then an MPI_Barrier; both columns alike:
+//                      an all-reduce of private buffers without the exchange
+//                      (collectives/limits.cpp)
 // Uneven splits: rank r sends u * ((r + j) % ws + 1) rows of 16 elements to
 // rank j, so every rank sends and receives u * ws * (ws + 1) / 2 rows.
 //
@@ -81,7 +87,7 @@
 //   one is missed. A failed check (or a scatterx error) always exits 1.
 //
 // Files (bench/collectives/): options (the command line), cases (the pairs,
-// their buffers and checks) over data (inputs), mpi_types and check (the
+// their buffers and checks) and limits (the copy limits) over data (inputs), mpi_types and check (the
 // comparison); cpu_monitor (other CPU); floors; report (the table and the
 // summary); this file runs them: setup, per op and size check and time, report.
 

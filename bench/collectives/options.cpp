@@ -29,7 +29,9 @@ const std::string& usage_text() {
       "                     all_to_all_single, broadcast (default: the first five), copy (every\n"
       "                     rank copies the all-gather's output size locally: the copy limit),\n"
       "                     peer_copy (the all-gather's bytes copied out of the peers' memory by\n"
-      "                     process_vm_readv / from a shared mapping: the single-copy limits)\n"
+      "                     process_vm_readv / from a shared mapping: the single-copy limits),\n"
+      "                     all_reduce_copies (every rank makes an all-reduce's copies and fold in\n"
+      "                     its own memory, then a barrier: the all-reduce without its exchange)\n"
       "  --markdown FILE    also write the report as markdown to FILE\n"
       "  --json FILE        also write the rows as JSON to FILE (scatterx-bench-results/1, documented in\n"
       "                     python_bindings/scatterx/bench/results.py; bench/plot.py draws them)\n"
@@ -109,6 +111,7 @@ std::string canonical_op(const std::string& name) {
   if (name == "broadcast") return "broadcast";
   if (name == "copy") return "copy";
   if (name == "peer_copy") return "peer_copy";
+  if (name == "all_reduce_copies") return "all_reduce_copies";
   usage_error("unknown op '" + name + "'");
 }
 

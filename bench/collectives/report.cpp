@@ -24,17 +24,22 @@ const char* native_name(const std::string& op) {
   if (op == "broadcast") return "MPI_Bcast";
   if (op == "copy") return "memcpy";
   if (op == "peer_copy") return "shm memcpy";
+  if (op == "all_reduce_copies") return "memcpy + fold";
   return "MPI_Alltoallv";
 }
 
 // The ops that time no scatterx call: copies, the limits the collectives are read against.
-bool copy_limit(const std::string& op) { return op == "copy" || op == "peer_copy"; }
+bool copy_limit(const std::string& op) { return op == "copy" || op == "peer_copy" || op == "all_reduce_copies"; }
+
+// The limits whose two columns run the same code: one JSON row, impl "memcpy".
+bool one_column(const std::string& op) { return op == "copy" || op == "all_reduce_copies"; }
 
 const char* sx_name(const std::string& op) {
   if (op == "reduce_scatter") return "reduce_scatter_tensor";
   if (op == "all_gather") return "all_gather_into_tensor";
   if (op == "copy") return "memcpy";
   if (op == "peer_copy") return "process_vm_readv";
+  if (op == "all_reduce_copies") return "memcpy + fold";
   return op.c_str();
 }
 
@@ -284,9 +289,12 @@ void write_json(const std::string& path, const Options& opt, const std::vector<R
   const char* sep = "\n  ";
   for (const Result& r : results) {
     if (std::isnan(r.sx.p50_us)) continue;  // not timed: its check failed with an error
-    std::fprintf(f, "%s%s", sep, json_row(r, r.op == "peer_copy" ? "cma" : "scatterx", r.sx, opt).c_str());
-    sep = ",\n  ";
+    if (!one_column(r.op)) {
+      std::fprintf(f, "%s%s", sep, json_row(r, r.op == "peer_copy" ? "cma" : "scatterx", r.sx, opt).c_str());
+      sep = ",\n  ";
+    }
     std::fprintf(f, "%s%s", sep, json_row(r, copy_limit(r.op) ? "memcpy" : "mpi", r.mpi, opt).c_str());
+    sep = ",\n  ";
   }
   std::fprintf(f, "\n]}\n");
   std::fclose(f);

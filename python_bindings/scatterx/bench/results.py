@@ -17,8 +17,8 @@ Rows by suite (times in the unit their name says; GB = 1e9 bytes; a figure that 
                as nccl-tests defines it (the gathered output, the reduce-scatter's input, the all-reduce's
                tensor, an all-to-all's per-rank send buffer), "count", "dtype", "median_us", "p99_us",
                "algbw_gbps": bytes / median, "busbw_gbps": algbw times nccl-tests' factor}
-               Written by scatterx_bench_collectives --json (impl scatterx and mpi; the copy-limit ops copy and
-               peer_copy: memcpy, and cma for process_vm_readv) and by
+               Written by scatterx_bench_collectives --json (impl scatterx and mpi; the limit ops: copy and
+               all_reduce_copies one row, memcpy; peer_copy memcpy, and cma for process_vm_readv) and by
                bench/bench_collectives_torch.py --json (impl scatterx and gloo).
   local        {"workload": "gnn/uniform", "op": "index_add_", "threads": 2, "scatterx_ms": median,
                "torch_ms": median, "ratio": torch_ms / scatterx_ms (the speedup over torch), "floor": the
