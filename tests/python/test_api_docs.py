@@ -81,6 +81,40 @@ def test_every_public_callable_names_its_torch_counterpart(name):
                                 f"(name one, or add the function to SCATTERX_ONLY with a reason): {no_counterpart}")
 
 
+def _rendered_names():
+    """What docs/*.rst renders: the targets of its auto* directives, and the modules whose automodule takes all
+    :members: (name -> None) or a list of them (name -> that list)."""
+    text = ""
+    for page in sorted(os.listdir(os.path.join(ROOT, "docs"))):
+        if page.endswith(".rst"):
+            with open(os.path.join(ROOT, "docs", page)) as f:
+                text += f.read()
+    targets = set(re.findall(r"^\.\. auto(?:function|class|exception|data|method):: (\S+)", text, re.M))
+    modules = {}
+    for module, options in re.findall(r"^\.\. automodule:: (\S+)\n((?:[ \t]+:[^\n]*\n)*)", text, re.M):
+        listed = re.search(r":members:(.*)", options)
+        if listed:
+            names = [n.strip() for n in listed.group(1).split(",") if n.strip()]
+            modules[module] = names or None
+    return targets, modules
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC_MODULES))
+def test_every_public_callable_is_rendered_in_the_docs(name):
+    """A function added to a module's __all__ but to no docs page would be public and undocumented."""
+    targets, modules = _rendered_names()
+    missing = []
+    for qualified, obj in _public_callables(name):
+        attr = qualified.rsplit(".", 1)[1]
+        homes = {name, getattr(obj, "__module__", name)}
+        if any(f"{home}.{attr}" in targets for home in homes):
+            continue
+        if any(home in modules and (modules[home] is None or attr in modules[home]) for home in homes):
+            continue
+        missing.append(qualified)
+    assert not missing, f"public callables no docs/*.rst page renders (add an auto* directive): {missing}"
+
+
 def test_the_scatterx_only_list_names_only_public_callables():
     """A stale entry would hide nothing but would let a renamed function's new name go unchecked."""
     public = set()

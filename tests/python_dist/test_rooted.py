@@ -1,4 +1,4 @@
-"""gather, scatter, reduce and the object collectives of scatterx.distributed, on every rank of
+"""gather, gather_single, scatter and reduce of scatterx.distributed, on every rank of
 `mpirun -n N`, against exact rank formulas; numpy and torch arrays; roots at both ends; a bad argument on
 the root raises there and MismatchError on the other ranks (nobody waits)."""
 
@@ -71,46 +71,64 @@ def test_torch_tensors_and_async():
     assert torch.equal(out, torch.full((3,), float(RANK)))
 
 
-def test_object_collectives():
-    objects = [None] * WS
-    dist.all_gather_object(objects, {"rank": RANK, "text": "x" * (RANK * 37)})
-    assert objects == [{"rank": q, "text": "x" * (q * 37)} for q in range(WS)]
-
-    listed = [("from root", 1.5, list(range(50)))] * 2 if RANK == WS - 1 else [None, None]
-    dist.broadcast_object_list(listed, src=WS - 1)
-    assert listed == [("from root", 1.5, list(range(50)))] * 2
-
-    gathered = [None] * WS if RANK == 0 else None
-    dist.gather_object(RANK * RANK, gathered, dst=0)
-    if RANK == 0:
-        assert gathered == [q * q for q in range(WS)]
-
-
-def test_bad_gather_list_raises_on_every_rank():
-    root = WS - 1
-    mine = value(RANK, (3,))
+@pytest.mark.parametrize("which", ROOTS)
+@pytest.mark.parametrize("layout", ["concat", "stack"])
+def test_gather_single_numpy(which, layout):
+    root = root_of(which)
+    mine = value(RANK, (2, 3))
+    out = np.full((WS * 2, 3) if layout == "concat" else (WS, 2, 3), -1.0) if RANK == root else None
+    assert dist.gather_single(mine, out, dst=root) is None
     if RANK == root:
-        expected = f"gather: expected gather_list to hold one tensor per rank \\({WS}\\), got {WS + 1}"
-        with pytest.raises(ValueError, match=expected):
-            dist.gather(mine, [np.empty(3)] * (WS + 1), dst=root)
+        assert np.array_equal(out.reshape(WS, 2, 3), np.stack([value(q, (2, 3)) for q in range(WS)]))
+
+
+def test_gather_into_tensor_torch_async():
+    torch = pytest.importorskip("torch", reason="torch not installed")
+    mine = torch.arange(4, dtype=torch.int32) + 10 * RANK
+    out = torch.full((WS, 4), -1, dtype=torch.int32) if RANK == 0 else None
+    work = dist.gather_into_tensor(mine, out, group_dst=0, async_op=True)
+    assert work.wait()
+    if RANK == 0:
+        assert torch.equal(out, torch.arange(4, dtype=torch.int32) + 10 * torch.arange(WS, dtype=torch.int32)[:, None])
+
+
+def raises_on_every_rank(root, on_root, on_others, root_error):
+    """on_root() raises ValueError matching root_error on the root, and on_others() MismatchError naming the root
+    on every other rank; the group works afterwards."""
+    if RANK == root:
+        with pytest.raises(ValueError, match=root_error):
+            on_root()
     else:
         with pytest.raises(dist.MismatchError, match=f"rank {root} of {WS} rejected its arguments"):
-            dist.gather(mine, None, dst=root)
-    # the group is still usable afterwards
+            on_others()
     check = np.array([1.0])
     dist.all_reduce(check)
     assert check[0] == WS
 
 
+@pytest.mark.parametrize("bad", ["none", "size", "strided"])
+def test_gather_single_bad_output_raises_on_every_rank(bad):
+    root = WS - 1
+    mine = value(RANK, (3,))
+    out = {"none": None, "size": np.empty(3 * WS + 1), "strided": np.empty((3 * WS, 2))[:, 0]}[bad]
+    raises_on_every_rank(root, lambda: dist.gather_single(mine, out, dst=root),
+                         lambda: dist.gather_single(mine, None, dst=root),
+                         "gather_single: expected gather_tensor to be a contiguous array")
+
+
+def test_bad_gather_list_raises_on_every_rank():
+    root = WS - 1
+    mine = value(RANK, (3,))
+    raises_on_every_rank(root, lambda: dist.gather(mine, [np.empty(3)] * (WS + 1), dst=root),
+                         lambda: dist.gather(mine, None, dst=root),
+                         f"gather: expected gather_list to hold one tensor per rank \\({WS}\\), got {WS + 1}")
+
+
 def test_bad_scatter_list_raises_on_every_rank():
     mine = np.empty(2)
-    if RANK == 0:
-        expected = r"scatter: expected scatter_list\[0\] of 2 float64 elements \(tensor's\), got 3"
-        with pytest.raises(ValueError, match=expected):
-            dist.scatter(mine, [np.zeros(3)] * WS, src=0)
-    else:
-        with pytest.raises(dist.MismatchError, match="rank 0 of"):
-            dist.scatter(mine, None, src=0)
+    raises_on_every_rank(0, lambda: dist.scatter(mine, [np.zeros(3)] * WS, src=0),
+                         lambda: dist.scatter(mine, None, src=0),
+                         r"scatter: expected scatter_list\[0\] of 2 float64 elements \(tensor's\), got 3")
 
 
 def test_root_outside_the_group_is_refused():

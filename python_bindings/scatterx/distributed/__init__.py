@@ -31,7 +31,8 @@ launched with ``mpirun -n 4 python script.py`` (as root add
 - ``group`` may also be an mpi4py communicator (anything with ``py2f()``).
 - Point-to-point: :func:`send`, :func:`recv`, :func:`isend`, :func:`irecv`,
   :class:`P2POp` with :func:`batch_isend_irecv`, and :func:`monitored_barrier`
-  (torch's semantics; messages never match a collective's; see ``_p2p.py``).
+  (torch's semantics; messages never match a collective's; see ``_p2p.py``);
+  objects: :func:`send_object_list`, :func:`recv_object_list` (``_objects.py``).
 - Reductions: :class:`ReduceOp` SUM, PRODUCT, MIN, MAX, AVG, and torch's
   bitwise BAND, BOR, BXOR (integers, bool) and PREMUL_SUM, whose factor
   comes from ``_make_nccl_premul_sum(factor)`` as in torch (floating and
@@ -82,11 +83,13 @@ from ._groups import (
     is_mpi_available,
     is_nccl_available,
     new_group,
+    supports_complex,
 )
 from ._collectives import (
     Work,
     all_gather,
     all_gather_into_tensor,
+    all_gather_single,
     all_reduce,
     all_to_all,
     all_to_all_single,
@@ -94,10 +97,20 @@ from ._collectives import (
     barrier,
     broadcast,
     reduce_scatter,
+    reduce_scatter_single,
     reduce_scatter_tensor,
 )
+from ._objects import (
+    all_gather_object,
+    broadcast_object_list,
+    gather_object,
+    recv_object_list,
+    scatter_object_list,
+    send_object_list,
+)
 from ._p2p import P2POp, batch_isend_irecv, irecv, isend, monitored_barrier, recv, send
-from ._rooted import all_gather_object, broadcast_object_list, gather, gather_object, reduce, scatter
+from ._rooted import gather, gather_into_tensor, gather_single, reduce, scatter
+from ._subgroups import get_node_local_rank, new_subgroups, new_subgroups_by_enumeration
 
 __all__ = [
     "Backend", "DistError", "DistTimeoutError", "GroupMember", "MismatchError", "Options", "ProcessGroup", "ReduceOp", "Work",
@@ -108,6 +121,9 @@ __all__ = [
     "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available", "new_group", "reduce_scatter",
     "reduce_scatter_tensor", "gather", "scatter", "reduce", "all_gather_object", "broadcast_object_list",
     "gather_object", "P2POp", "batch_isend_irecv", "irecv", "isend", "monitored_barrier", "recv", "send",
+    "all_gather_single", "reduce_scatter_single", "gather_single", "gather_into_tensor", "scatter_object_list",
+    "send_object_list", "recv_object_list", "new_subgroups", "new_subgroups_by_enumeration", "get_node_local_rank",
+    "supports_complex",
     "HaloExchange", "build_halo",
     "ShardedEmbeddingBag", "ShardedEmbeddingBagCollection",
 ]

@@ -234,6 +234,13 @@ def all_gather_into_tensor(output_tensor: Array, input_tensor: Array, group: Gro
     return call.run(args, [output_tensor], async_op)
 
 
+def all_gather_single(output_tensor: Array, input_tensor: Array, group: GroupLike = None,
+                      async_op: bool = False) -> Optional[Work]:
+    """:torch_dist:`all_gather_single`: torch's newer name of :func:`all_gather_into_tensor`, the same call (its
+    errors name all_gather_into_tensor)."""
+    return all_gather_into_tensor(output_tensor, input_tensor, group=group, async_op=async_op)
+
+
 def reduce_scatter(output: Array, input_list: List[Array], op: Any = ReduceOp.SUM, group: GroupLike = None,
                    async_op: bool = False) -> Optional[Work]:
     """:torch_dist:`reduce_scatter`: ``output`` = op over ranks r of rank r's ``input_list[rank]``; one input per
@@ -264,6 +271,13 @@ def reduce_scatter_tensor(output: Array, input: Array, op: Any = ReduceOp.SUM, g
         return _finished(async_op, [output])
     args = (call.output(output, "output"), call.input(input, "input"), call.reduce_op(op))
     return call.run(args, [output], async_op)
+
+
+def reduce_scatter_single(output: Array, input: Array, op: Any = ReduceOp.SUM, group: GroupLike = None,
+                          async_op: bool = False) -> Optional[Work]:
+    """:torch_dist:`reduce_scatter_single`: torch's newer name of :func:`reduce_scatter_tensor`, the same call (its
+    errors name reduce_scatter_tensor)."""
+    return reduce_scatter_tensor(output, input, op=op, group=group, async_op=async_op)
 
 
 def all_to_all(output_tensor_list: List[Array], input_tensor_list: List[Array], group: GroupLike = None,

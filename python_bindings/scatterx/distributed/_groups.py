@@ -134,6 +134,20 @@ def _reduce_op(op: Any, name: str) -> Any:
     raise ValueError(f"{name}: expected op to be one of ReduceOp.{', '.join(ReduceOp.__members__)}, got {op!r}")
 
 
+def supports_complex(reduceOp: Any) -> bool:  # noqa: N803 (torch's argument name)
+    """:torch_dist:`supports_complex`: whether ``reduceOp`` takes complex dtypes: SUM, AVG, PREMUL_SUM and, unlike
+    torch (which refuses it), PRODUCT; not MIN and MAX (complex numbers have no order) or the bitwise ops."""
+    op = reduceOp
+    if isinstance(op, _PremulSum):
+        return True
+    if isinstance(op, str):
+        op = ReduceOp.__members__.get({"PROD": "PRODUCT"}.get(op.upper(), op.upper()), op)
+    if not isinstance(op, ReduceOp):
+        raise ValueError(f"supports_complex: expected reduceOp to be one of ReduceOp."
+                         f"{', ReduceOp.'.join(ReduceOp.__members__)}, got {reduceOp!r}")
+    return op not in (ReduceOp.MIN, ReduceOp.MAX, ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR)
+
+
 class Backend:
     """Backend names, as torch.distributed.Backend; scatterx has one: ``Backend.MPI == "mpi"``."""
 

@@ -1,23 +1,19 @@
-"""torch.distributed's rooted collectives (gather, scatter, reduce) and object collectives
-(all_gather_object, broadcast_object_list, gather_object).
+"""torch.distributed's rooted collectives: gather (and gather_single into one tensor), scatter, reduce.
 
-gather, scatter and reduce are the C++ layer's (dist/rooted.cpp, dist.h): one variable-split all-to-all in
-which only the root receives (sends), and an all_reduce into a copy off the root. A bad list on the root
-raises ValueError there and MismatchError on the other ranks before any data moves, so nobody is left
-waiting. The object collectives pickle, exchange the sizes, then the bytes. The operations run
-synchronously; with ``async_op=True`` they return a completed :class:`Work`.
+They are the C++ layer's (dist/rooted.cpp, dist.h): one variable-split all-to-all in which only the root
+receives (sends), and an all_reduce into a copy off the root. A bad list on the root raises ValueError
+there and MismatchError on the other ranks before any data moves, so nobody is left waiting. The
+operations run synchronously; with ``async_op=True`` they return a completed :class:`Work`. (The object
+collectives are in _objects.py.)
 """
 
 from __future__ import annotations
 
-import pickle
 from typing import Any, List, Optional
 
-import numpy as np
-
-from ._collectives import (Work, _Call, _copy_into, _finished, _premul_factor, _scaled, all_gather_into_tensor,
-                           broadcast)
-from ._groups import Array, GroupLike, ReduceOp, _dist, _resolve
+from .._ops import _is_torch
+from ._collectives import Work, _Call, _copy_into, _finished, _premul_factor, _scaled
+from ._groups import Array, GroupLike, ReduceOp, _dist
 
 
 def _root(call: _Call, rank: Optional[int], group_rank: Optional[int], name: str) -> int:
@@ -53,6 +49,62 @@ def gather(tensor: Array, gather_list: Optional[List[Array]] = None, dst: Option
     return _finished(async_op, list(gather_list or []))
 
 
+def _rows_of(gather_tensor: Any, tensor: Any, ws: int) -> Optional[List[Array]]:
+    """gather_tensor as ws views of tensor's shape over its contiguous memory, or None when it cannot be."""
+    if _is_torch(gather_tensor) != _is_torch(tensor) or not hasattr(gather_tensor, "reshape"):
+        return None
+    if _is_torch(gather_tensor):
+        if not gather_tensor.is_contiguous() or gather_tensor.numel() != ws * tensor.numel():
+            return None
+        flat = gather_tensor.view(-1)
+        return [flat[i * tensor.numel():(i + 1) * tensor.numel()].view(tensor.shape) for i in range(ws)]
+    if not gather_tensor.flags.c_contiguous or gather_tensor.size != ws * tensor.size:
+        return None
+    flat = gather_tensor.reshape(-1)
+    return [flat[i * tensor.size:(i + 1) * tensor.size].reshape(tensor.shape) for i in range(ws)]
+
+
+def gather_single(tensor: Array, gather_tensor: Optional[Array] = None, dst: Optional[int] = None,
+                  group: GroupLike = None, async_op: bool = False, group_dst: Optional[int] = None) -> Optional[Work]:
+    """:torch_dist:`gather_single`: on the root (global rank ``dst``, or ``group_dst``; default global rank 0):
+    rank i's ``tensor`` lands in block i of ``gather_tensor`` (contiguous, ``world_size`` times tensor's element
+    count, any shape: ``[ws * n, ...]`` or ``[ws, n, ...]``, as :func:`gather` into one tensor); the others pass
+    none."""
+    return _gather_single("gather_single", tensor, gather_tensor, dst, group, async_op, group_dst)
+
+
+def gather_into_tensor(tensor: Array, gather_tensor: Optional[Array] = None, dst: Optional[int] = None,
+                       group: GroupLike = None, async_op: bool = False,
+                       group_dst: Optional[int] = None) -> Optional[Work]:
+    """:torch_dist:`gather_into_tensor`: torch's older name of :func:`gather_single`, the same call."""
+    return _gather_single("gather_into_tensor", tensor, gather_tensor, dst, group, async_op, group_dst)
+
+
+def _gather_single(op: str, tensor: Array, gather_tensor: Optional[Array], dst: Optional[int], group: GroupLike,
+                   async_op: bool, group_dst: Optional[int]) -> Optional[Work]:
+    call = _Call(op, group)
+    if call.comm is None:
+        return None
+    root = _root(call, dst, group_dst, "dst")
+    rows: Optional[List[Array]] = []
+    if call.pg.rank() == root:
+        rows = None if gather_tensor is None else _rows_of(gather_tensor, tensor, call.pg.size())
+    # A bad gather_tensor still enters the gather, with no list: the C++ layer then refuses it on every
+    # rank before any data moves (MismatchError on the others), and the root raises its own error.
+    try:
+        call.run((call.outputs(rows or [], "gather_tensor"), call.input(tensor, "tensor"), root), (), False,
+                 fn="gather")
+    except ValueError:
+        if rows is not None:
+            raise
+    if rows is None:
+        got = "None" if gather_tensor is None else (f"{type(gather_tensor).__name__} of shape "
+                                                      f"{tuple(getattr(gather_tensor, 'shape', ()))}")
+        raise ValueError(f"{op}: expected gather_tensor to be a contiguous array of the tensor's kind with "
+                         f"{call.pg.size()} x tensor's elements on the destination rank, got {got}")
+    return _finished(async_op, [gather_tensor] if gather_tensor is not None else [])
+
+
 def scatter(tensor: Array, scatter_list: Optional[List[Array]] = None, src: Optional[int] = None,
             group: GroupLike = None, async_op: bool = False, group_src: Optional[int] = None) -> Optional[Work]:
     """:torch_dist:`scatter`: every rank's ``tensor`` = the root's ``scatter_list[rank]`` (the root: global rank
@@ -86,67 +138,4 @@ def reduce(tensor: Array, dst: Optional[int] = None, op: Any = ReduceOp.SUM, gro
     return _finished(async_op, [tensor])
 
 
-def _pickled(obj: Any) -> np.ndarray:
-    return np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
-
-
-def all_gather_object(object_list: List[Any], obj: Any, group: GroupLike = None) -> None:
-    """:torch_dist:`all_gather_object`: ``object_list[i]`` = rank i's ``obj`` (picklable; object_list has one slot
-    per rank)."""
-    pg = _resolve(group, "all_gather_object")
-    if pg is None:
-        return
-    ws = pg.size()
-    data = _pickled(obj)
-    sizes = np.empty((ws, 1), dtype=np.int64)
-    all_gather_into_tensor(sizes, np.array([data.size], dtype=np.int64), group=group)
-    longest = int(sizes.max())
-    padded = np.zeros(longest, dtype=np.uint8)
-    padded[:data.size] = data
-    every = np.empty((ws, longest), dtype=np.uint8)
-    all_gather_into_tensor(every, padded, group=group)
-    if len(object_list) != ws:
-        raise ValueError(f"all_gather_object: expected object_list of length {ws} (the group size), got "
-                         f"{len(object_list)}")
-    for r in range(ws):
-        object_list[r] = pickle.loads(every[r, :int(sizes[r, 0])].tobytes())
-
-
-def gather_object(obj: Any, object_gather_list: Optional[List[Any]] = None, dst: Optional[int] = None,
-                  group: GroupLike = None, group_dst: Optional[int] = None) -> None:
-    """:torch_dist:`gather_object`: on the root: ``object_gather_list[i]`` = rank i's ``obj``; the other ranks pass
-    None."""
-    call = _Call("gather_object", group)
-    if call.comm is None:
-        return
-    root = _root(call, dst, group_dst, "dst")
-    every: List[Any] = [None] * call.pg.size()
-    all_gather_object(every, obj, group=group)
-    if call.pg.rank() == root:
-        if object_gather_list is None or len(object_gather_list) != len(every):
-            raise ValueError(f"gather_object: expected object_gather_list of length {len(every)} on the destination "
-                             f"rank, got {None if object_gather_list is None else len(object_gather_list)}")
-        object_gather_list[:] = every
-
-
-def broadcast_object_list(object_list: List[Any], src: Optional[int] = None, group: GroupLike = None,
-                          device: Any = None, group_src: Optional[int] = None) -> None:
-    """:torch_dist:`broadcast_object_list`: every rank's ``object_list`` (of one length everywhere) = the source
-    rank's, element by element (source: global rank ``src``, or ``group_src``; default global rank 0)."""
-    del device
-    call = _Call("broadcast_object_list", group)
-    if call.comm is None:
-        return
-    root = _root(call, src, group_src, "src")
-    pieces = [_pickled(o) for o in object_list] if call.pg.rank() == root else []
-    sizes = np.array([p.size for p in pieces] if pieces else [0] * len(object_list), dtype=np.int64)
-    broadcast(sizes, group=group, group_src=root)
-    data = np.concatenate(pieces) if pieces else np.empty(int(sizes.sum()), dtype=np.uint8)
-    if data.size:
-        broadcast(data, group=group, group_src=root)
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    for i in range(len(object_list)):
-        object_list[i] = pickle.loads(data[offsets[i]:offsets[i + 1]].tobytes())
-
-
-__all__ = ["all_gather_object", "broadcast_object_list", "gather", "gather_object", "reduce", "scatter"]
+__all__ = ["gather", "gather_into_tensor", "gather_single", "reduce", "scatter"]
