@@ -5,13 +5,9 @@ weights' gradient and one optimizer step; the edge cases and the cross-rank erro
 
 import pytest
 
-from conftest import dist
+from conftest import dist, rank_and_size
 
-if dist is None:  # the conftest marks every test skipped with the reason
-    pytestmark = pytest.mark.skip(reason="scatterx.distributed unavailable")
-    RANK, WS = 0, 1
-else:
-    RANK, WS = dist.get_rank(), dist.get_world_size()
+RANK, WS = rank_and_size()  # (0, 1) without the distributed layer, whose tests the conftest skips
 
 ROWS, DIM = 29, 5  # 29 rows: uneven blocks at 2, 3 and 4 ranks
 

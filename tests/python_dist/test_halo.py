@@ -6,13 +6,9 @@ everything on one rank) and the errors, which must raise on every rank."""
 
 import pytest
 
-from conftest import dist
+from conftest import dist, rank_and_size
 
-if dist is None:  # the conftest marks every test skipped with the reason
-    pytestmark = pytest.mark.skip(reason="scatterx.distributed unavailable")
-    RANK, WS = 0, 1
-else:
-    RANK, WS = dist.get_rank(), dist.get_world_size()
+RANK, WS = rank_and_size()  # (0, 1) without the distributed layer, whose tests the conftest skips
 
 NODES, EDGES, ISOLATED, FEATURES = 40, 150, 3, 4
 

@@ -8,13 +8,9 @@ import os
 import numpy as np
 import pytest
 
-from conftest import dist
+from conftest import dist, rank_and_size
 
-if dist is None:  # the conftest marks every test skipped with the reason
-    pytestmark = pytest.mark.skip(reason="scatterx.distributed unavailable")
-    RANK, WS = 0, 1
-else:
-    RANK, WS = dist.get_rank(), dist.get_world_size()
+RANK, WS = rank_and_size()  # (0, 1) without the distributed layer, whose tests the conftest skips
 
 
 def rank_sum(group):
