@@ -196,8 +196,24 @@ def test_new_group_bad_ranks():
         dist.new_group([0, WS])
     with pytest.raises(ValueError, match="distinct"):
         dist.new_group([0, 0])
-    with pytest.raises(ValueError, match="mpi"):
-        dist.new_group(backend="nccl")
+    with pytest.raises(ValueError, match="expected backend to be None or a torch backend name"):
+        dist.new_group(backend="mpl")
+
+
+def test_torch_backend_names_are_served_by_mpi():
+    with pytest.warns(UserWarning, match="new_group: backend 'nccl' is served by MPI"):
+        g = dist.new_group(backend="nccl")
+    with pytest.warns(UserWarning, match="'cpu:gloo,cuda:nccl' is served by MPI"):
+        h = dist.new_group(backend="cpu:gloo,cuda:nccl")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = dist.new_group(backend=dist.Backend.MPI)
+        m2 = dist.new_group(backend="cpu:mpi")
+    for group in (g, h, m, m2):
+        assert dist.get_backend(group) == "mpi"
+        x = np.array([float(RANK)])
+        dist.all_reduce(x, group=group)
+        assert x[0] == WS * (WS - 1) / 2
 
 
 def test_new_group_options_set_the_group_and_inherit_the_rest():
@@ -880,10 +896,12 @@ def test_zz_destroy_and_reinit():
     with pytest.raises(ValueError, match="world_size"):
         dist.init_process_group("mpi", world_size=WS + 1)
     assert not dist.is_initialized()
-    with pytest.raises(ValueError, match="mpi"):
-        dist.init_process_group("gloo")
-    dist.init_process_group(backend="mpi", init_method="env://", world_size=WS, rank=RANK,
-                            timeout=datetime.timedelta(seconds=120))
+    with pytest.raises(ValueError, match="expected backend to be None or a torch backend name"):
+        dist.init_process_group("glo")
+    assert not dist.is_initialized()
+    with pytest.warns(UserWarning, match="init_process_group: backend 'gloo' is served by MPI"):
+        dist.init_process_group(backend="gloo", init_method="env://", world_size=WS, rank=RANK,
+                                timeout=datetime.timedelta(seconds=120))
     x = np.full(2, RANK, np.int64)
     dist.all_reduce(x)
     assert after_destroy == (False, None)

@@ -9,6 +9,7 @@ import dataclasses
 import datetime
 import enum
 import sys
+import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -149,9 +150,15 @@ def supports_complex(reduceOp: Any) -> bool:  # noqa: N803 (torch's argument nam
 
 
 class Backend:
-    """Backend names, as torch.distributed.Backend; scatterx has one: ``Backend.MPI == "mpi"``."""
+    """Backend names, as torch.distributed.Backend. scatterx runs every group over MPI (``Backend.MPI ==
+    "mpi"``); torch's other names are accepted where a backend is named, with a warning, so that code written
+    for gloo or NCCL runs unchanged."""
 
     MPI = "mpi"
+    GLOO = "gloo"
+    NCCL = "nccl"
+    UCC = "ucc"
+    XCCL = "xccl"
     UNDEFINED = "undefined"
 
 
@@ -290,12 +297,25 @@ def _seconds(timeout: Any, name: str) -> Optional[float]:
     return seconds
 
 
+_TORCH_BACKENDS = (Backend.MPI, Backend.GLOO, Backend.NCCL, Backend.UCC, Backend.XCCL)
+
+
 def _check_backend(backend: Optional[str], name: str) -> None:
+    """A torch backend string ("mpi", "gloo", "nccl", ... or per device, "cpu:gloo,cuda:nccl") is served by
+    MPI: anything but "mpi" gets a warning; a name torch does not have is an error."""
     if backend is None:
         return
-    if not isinstance(backend, str) or backend.lower() not in ("mpi", "cpu:mpi"):
-        raise ValueError(f"{name}: expected backend 'mpi' or None (scatterx.distributed runs over MPI), "
-                         f"got {backend!r}")
+    names = []
+    if isinstance(backend, str):
+        for part in backend.lower().split(","):
+            names.append(part.split(":", 1)[1] if ":" in part else part)
+    if not names or any(n.strip() not in _TORCH_BACKENDS for n in names):
+        raise ValueError(f"{name}: expected backend to be None or a torch backend name ("
+                         f"{', '.join(repr(b) for b in _TORCH_BACKENDS)}, or per device as 'cpu:gloo,cuda:nccl'; "
+                         f"scatterx.distributed serves each with MPI), got {backend!r}")
+    if any(n.strip() != Backend.MPI for n in names):
+        warnings.warn(f"{name}: backend {backend!r} is served by MPI (scatterx.distributed runs every group over "
+                      "MPI); pass 'mpi' or None to silence this", UserWarning, stacklevel=3)
 
 
 def is_initialized() -> bool:
@@ -324,7 +344,9 @@ def init_process_group(
     """Initializes the default group: every process of ``MPI_COMM_WORLD`` (collective).
 
     Initializes MPI (MPI_THREAD_MULTIPLE) unless the application (e.g.
-    mpi4py) already did. ``backend`` must be ``"mpi"`` or None. The launcher
+    mpi4py) already did. ``backend``: None or ``"mpi"``; torch's other names
+    (``"gloo"``, ``"nccl"``, ``"cpu:gloo,cuda:nccl"``, ...) are served by MPI
+    too, with a warning. The launcher
     (mpirun) does the rendezvous, so ``init_method`` and ``store`` are not
     used; ``world_size`` and ``rank``, when given, must be MPI's. ``timeout``
     (a timedelta) bounds every collective of the default group and of groups
