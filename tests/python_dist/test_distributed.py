@@ -618,6 +618,33 @@ def test_work_wait_with_a_timeout():
     assert_equal(x, np.full(4, float(WS)))
 
 
+def test_work_get_future(torch):
+    x = torch.full((3,), float(RANK))
+    future = dist.all_reduce(x, async_op=True).get_future()
+    doubled = future.then(lambda f: f.value()[0] * 2)
+    assert future.wait()[0] is x
+    assert torch.equal(doubled.wait(), torch.full((3,), float(WS * (WS - 1))))
+
+
+def test_work_get_future_carries_the_error(torch):
+    class Failing:  # a collective that fails, as the extension's Work reports it: at wait()
+        def __init__(self):
+            self.waits = 0
+
+        def is_completed(self):
+            return False
+
+        def wait(self):
+            self.waits += 1
+            raise dist.MismatchError("all_to_all_v: rank 1 sent 3 rows, rank 0 expected 2")
+
+    failing = Failing()
+    future = dist.Work(failing, []).get_future()
+    with pytest.raises(dist.MismatchError, match="rank 1 sent 3 rows"):
+        future.wait()
+    assert failing.waits == 1
+
+
 # ---- errors --------------------------------------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ collective's name and it runs through the extension's ``name`` or
 from __future__ import annotations
 
 import datetime
+import threading
 import time
 import warnings
 from typing import Any, Callable, List, Optional, Sequence, Tuple
@@ -79,6 +80,31 @@ class Work:
     def result(self) -> List[Array]:
         """The collective's output arrays (after :meth:`wait`)."""
         return list(self._outputs)
+
+    def get_future(self) -> Any:
+        """As torch's ``Work.get_future()``: a ``torch.futures.Future`` (needs torch) completed with
+        :meth:`result` when the collective finishes, or with its error. A helper thread waits for it (GIL
+        released), so ``then`` callbacks run there, as on torch's backend threads."""
+        try:
+            import torch.futures
+        except ImportError:
+            raise ImportError("Work.get_future: needs torch (torch.futures.Future); without torch, wait() and "
+                              "result() give the same") from None
+        future = torch.futures.Future()
+
+        def settle() -> None:
+            try:
+                self._work.wait()
+            except Exception as e:  # noqa: BLE001 (the collective's error goes to the future's waiters)
+                future.set_exception(e)
+            else:
+                future.set_result(self.result())
+
+        if self._work.is_completed():
+            settle()
+        else:
+            threading.Thread(target=settle, name="scatterx-work-future", daemon=True).start()
+        return future
 
 
 class _Done:
