@@ -1,4 +1,4 @@
-"""new_subgroups, new_subgroups_by_enumeration, get_node_local_rank, supports_complex and the single-tensor
+"""new_subgroups, new_subgroups_by_enumeration, split_group, get_node_local_rank, supports_complex and the single-tensor
 aliases (all_gather_single, reduce_scatter_single) of scatterx.distributed on every rank of `mpirun -n N`:
 each subgroup's all_reduce against the sum of its members' ranks; a bad argument raises the same error on
 every rank before any group is made."""
@@ -125,3 +125,37 @@ def test_single_tensor_aliases():
     assert work.wait()
     want = sum(np.arange(3.0 * WS) + q for q in range(WS))[3 * RANK:3 * RANK + 3]
     assert np.array_equal(got, want)
+
+
+def test_split_group_keeps_the_order_of_its_lists():
+    group = dist.split_group(split_ranks=[list(reversed(range(WS)))])
+    assert dist.get_process_group_ranks(group) == list(reversed(range(WS)))
+    assert dist.get_rank(group) == WS - 1 - RANK
+    x = np.array([float(RANK)])
+    dist.broadcast(x, group=group, group_src=0)  # group rank 0 is the last global rank
+    assert x[0] == WS - 1
+    assert rank_sum(group) == sum(range(WS))
+
+
+def test_split_group_of_a_parent_group():
+    evens = dist.new_group([r for r in range(WS) if r % 2 == 0])
+    if RANK % 2:
+        with pytest.raises(ValueError, match="split_group: expected parent_pg to be a group this rank is a member"):
+            dist.split_group(evens, [[0]])
+        return
+    group = dist.split_group(evens, [[0]], group_desc="first even")
+    if RANK == 0:
+        assert dist.get_process_group_ranks(group) == [0] and group.name() == "first even"
+        assert rank_sum(group) == 0
+    else:
+        assert group == dist.GroupMember.NON_GROUP_MEMBER
+
+
+def test_split_group_bad_lists_raise_on_every_rank():
+    with pytest.raises(ValueError, match="expected every rank in one split at most, got rank 0 in splits 0 and 1"):
+        dist.split_group(split_ranks=[[0], [0]])
+    with pytest.raises(ValueError, match=f"within the parent group's size {WS}, got {WS}"):
+        dist.split_group(split_ranks=[[WS]])
+    with pytest.raises(ValueError, match="expected split_ranks to be a non-empty list"):
+        dist.split_group()
+    assert rank_sum(None) == sum(range(WS))

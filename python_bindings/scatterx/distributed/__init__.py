@@ -110,7 +110,7 @@ from ._objects import (
 )
 from ._p2p import P2POp, batch_isend_irecv, irecv, isend, monitored_barrier, recv, send
 from ._rooted import gather, gather_into_tensor, gather_single, reduce, scatter
-from ._subgroups import get_node_local_rank, new_subgroups, new_subgroups_by_enumeration
+from ._subgroups import get_node_local_rank, new_subgroups, new_subgroups_by_enumeration, split_group
 
 __all__ = [
     "Backend", "DistError", "DistTimeoutError", "GroupMember", "MismatchError", "Options", "ProcessGroup", "ReduceOp", "Work",
@@ -122,8 +122,8 @@ __all__ = [
     "reduce_scatter_tensor", "gather", "scatter", "reduce", "all_gather_object", "broadcast_object_list",
     "gather_object", "P2POp", "batch_isend_irecv", "irecv", "isend", "monitored_barrier", "recv", "send",
     "all_gather_single", "reduce_scatter_single", "gather_single", "gather_into_tensor", "scatter_object_list",
-    "send_object_list", "recv_object_list", "new_subgroups", "new_subgroups_by_enumeration", "get_node_local_rank",
-    "supports_complex",
+    "send_object_list", "recv_object_list", "new_subgroups", "new_subgroups_by_enumeration", "split_group",
+    "get_node_local_rank", "supports_complex",
     "HaloExchange", "build_halo",
     "ShardedEmbeddingBag", "ShardedEmbeddingBagCollection",
 ]

@@ -1,9 +1,9 @@
-"""torch.distributed's subgroup helpers over :func:`new_group` (new_subgroups, new_subgroups_by_enumeration)
-and the node-local rank (get_node_local_rank).
+"""torch.distributed's subgroup helpers: new_subgroups and new_subgroups_by_enumeration over
+:func:`new_group`, split_group (one split of a parent group), and the node-local rank (get_node_local_rank).
 
-Like new_group, the subgroup helpers are collective over the default group: every rank calls them with the
-same arguments, members or not, and an argument that is wrong is wrong on every rank, so every rank raises
-the same ValueError before any group is made.
+new_subgroups and new_subgroups_by_enumeration are collective over the default group, split_group over its
+parent: every rank of it calls them with the same arguments, members or not, and an argument that is wrong
+is wrong on every rank, so every rank raises the same ValueError before any group is made.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import os
 import socket
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
-from ._groups import GroupLike, GroupMember, ProcessGroup, _default_group, _resolve, new_group
+from ._groups import (GroupLike, GroupMember, ProcessGroup, _check_backend, _default_group, _option_kwargs, _resolve,
+                      _seconds, _state, new_group)
 from ._objects import all_gather_object
 
 Subgroup = Union[ProcessGroup, int]  # a group, or GroupMember.NON_GROUP_MEMBER on a rank outside it
@@ -101,6 +102,47 @@ def new_subgroups_by_enumeration(ranks_per_subgroup_list: Sequence[Sequence[int]
     return (mine if isinstance(mine, ProcessGroup) else None), groups
 
 
+def split_group(parent_pg: GroupLike = None, split_ranks: Optional[Sequence[Sequence[int]]] = None,
+                timeout: Any = None, pg_options: Any = None, group_desc: Optional[str] = None,
+                backend: Optional[str] = None) -> Subgroup:
+    """:torch_dist:`split_group`: splits ``parent_pg`` (default: the world) by ``split_ranks``, lists of its group
+    ranks (no rank in two), in one collective over the parent; returns this rank's new group, whose group ranks
+    follow the order of its list, or ``GroupMember.NON_GROUP_MEMBER`` when no list holds this rank. Every rank of
+    the parent calls it with the same lists."""
+    op = "split_group"
+    parent = _default_group() if parent_pg is None else _resolve(parent_pg, op)
+    if parent is None:
+        raise ValueError(f"{op}: expected parent_pg to be a group this rank is a member of (only its members "
+                         f"call split_group), got {parent_pg!r}")
+    _check_backend(backend, op)
+    seconds = _seconds(timeout, op)
+    settings = _option_kwargs(pg_options, op)
+    if not split_ranks:
+        raise ValueError(f"{op}: expected split_ranks to be a non-empty list of lists of ranks, got {split_ranks!r}")
+    lists = [[int(r) for r in ranks] for ranks in split_ranks]
+    seen = {}
+    for k, ranks in enumerate(lists):
+        for r in ranks:
+            if not 0 <= r < parent.size():
+                raise ValueError(f"{op}: expected the ranks of split_ranks within the parent group's size "
+                                 f"{parent.size()}, got {r}")
+            if r in seen:
+                raise ValueError(f"{op}: expected every rank in one split at most, got rank {r} in splits "
+                                 f"{seen[r]} and {k}")
+            seen[r] = k
+    me = parent.rank()
+    color = seen.get(me, -1)
+    key = lists[color].index(me) if color >= 0 else me
+    comm = parent._live_comm(op).split(color, key, timeout=seconds if seconds is not None else _state.timeout,
+                                       **settings)
+    _state.group_count += 1
+    if color < 0:
+        return GroupMember.NON_GROUP_MEMBER
+    pg = ProcessGroup(comm, [parent._ranks[r] for r in lists[color]], group_desc or f"group{_state.group_count}")
+    _state.groups.append(pg)
+    return pg
+
+
 def _make(op: str, cuts: List[List[int]], timeout: Any, backend: Optional[str], pg_options: Any,
           group_desc: Optional[str]) -> Tuple[Subgroup, List[Subgroup]]:
     groups = [new_group(ranks, timeout=timeout, backend=backend, pg_options=pg_options,
@@ -109,4 +151,4 @@ def _make(op: str, cuts: List[List[int]], timeout: Any, backend: Optional[str], 
     return mine, groups
 
 
-__all__ = ["get_node_local_rank", "new_subgroups", "new_subgroups_by_enumeration"]
+__all__ = ["get_node_local_rank", "new_subgroups", "new_subgroups_by_enumeration", "split_group"]
