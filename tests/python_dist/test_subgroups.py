@@ -74,7 +74,7 @@ def test_new_subgroups_by_enumeration_leaves_out_ranks():
 
 
 def test_new_subgroups_by_enumeration_bad_lists_raise_on_every_rank():
-    with pytest.raises(ValueError, match="expected every rank in one subgroup at most, got rank 0 in subgroups 0 and 1"):
+    with pytest.raises(ValueError, match="every rank in one subgroup at most, got rank 0 in subgroups 0 and 1"):
         dist.new_subgroups_by_enumeration([[0], [0]])
     with pytest.raises(ValueError, match="expected a non-empty ranks_per_subgroup_list"):
         dist.new_subgroups_by_enumeration([])

@@ -113,7 +113,8 @@ from ._rooted import gather, gather_into_tensor, gather_single, reduce, scatter
 from ._subgroups import get_node_local_rank, new_subgroups, new_subgroups_by_enumeration, split_group
 
 __all__ = [
-    "Backend", "DistError", "DistTimeoutError", "GroupMember", "MismatchError", "Options", "ProcessGroup", "ReduceOp", "Work",
+    "Backend", "DistError", "DistTimeoutError", "GroupMember", "MismatchError", "Options", "ProcessGroup", "ReduceOp",
+    "Work",
     "_make_nccl_premul_sum",
     "all_gather", "all_gather_into_tensor", "all_reduce", "all_to_all", "all_to_all_single", "all_to_all_v",
     "barrier", "broadcast", "destroy_process_group", "get_backend", "get_global_rank", "get_group_rank",
