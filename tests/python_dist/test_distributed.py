@@ -912,10 +912,10 @@ def test_mpi4py_comm_null_is_not_a_member(MPI):
 # ---- lifecycle (last: it re-creates the default group) -----------------------------------------------------------
 
 
-def test_zz_destroy_and_reinit():
+def test_zz_destroy_and_reinit(monkeypatch):
     g = dist.new_group()
     dist.destroy_process_group()
-    after_destroy = (dist.is_initialized(), dist.GroupMember.WORLD)
+    after_destroy = (dist.is_initialized(), dist.GroupMember.WORLD, dist.get_pg_count())
     with pytest.raises(ValueError, match="not been initialized"):
         dist.get_rank()
     with pytest.raises(ValueError, match="destroyed"):
@@ -926,12 +926,19 @@ def test_zz_destroy_and_reinit():
     with pytest.raises(ValueError, match="expected backend to be None or a torch backend name"):
         dist.init_process_group("glo")
     assert not dist.is_initialized()
+    # TORCH_DISTRIBUTED_DEBUG=DETAIL, read when no SCATTERX_DIST_CHECKS says otherwise, turns the checks on
+    monkeypatch.delenv("SCATTERX_DIST_CHECKS", raising=False)
+    monkeypatch.setenv("TORCH_DISTRIBUTED_DEBUG", "DETAIL")
+    level = dist.get_debug_level()
+    dist.set_debug_level_from_env()
     with pytest.warns(UserWarning, match="init_process_group: backend 'gloo' is served by MPI"):
         dist.init_process_group(backend="gloo", init_method="env://", world_size=WS, rank=RANK,
                                 timeout=datetime.timedelta(seconds=120))
+    assert dist.group.WORLD._comm.checks()
+    dist.set_debug_level(level)
     x = np.full(2, RANK, np.int64)
     dist.all_reduce(x)
-    assert after_destroy == (False, None)
+    assert after_destroy == (False, None, 0)
     assert dist.is_initialized() and dist.get_rank() == RANK
     assert_equal(x, np.full(2, WS * (WS - 1) // 2, np.int64))
 
@@ -940,3 +947,51 @@ def test_no_warnings_from_member_calls():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         dist.all_reduce(np.zeros(1))
+
+
+# ---- torch's small queries and switches ----------------------------------------------------------------------
+
+
+def test_debug_level_detail_turns_the_cross_rank_checks_on(monkeypatch):
+    world = dist.group.WORLD
+    checks_before, level_before = world._comm.checks(), dist.get_debug_level()
+    try:
+        dist.set_debug_level(dist.DebugLevel.DETAIL)
+        assert dist.get_debug_level() is dist.DebugLevel.DETAIL and world._comm.checks()
+        group = dist.new_group()
+        assert group._comm.checks()  # groups made later inherit it
+        if WS > 1:  # ranks that disagree about the size raise instead of waiting
+            with pytest.raises(dist.MismatchError):
+                dist.all_reduce(np.ones(3 + (RANK == 0)), group=group)
+        dist.set_debug_level(dist.DebugLevel.OFF)
+        assert not world._comm.checks() and not group._comm.checks()
+        monkeypatch.setenv("TORCH_DISTRIBUTED_DEBUG", "detail")
+        dist.set_debug_level_from_env()
+        assert dist.get_debug_level() is dist.DebugLevel.DETAIL and world._comm.checks()
+        monkeypatch.setenv("TORCH_DISTRIBUTED_DEBUG", "LOUD")
+        with pytest.raises(ValueError, match="TORCH_DISTRIBUTED_DEBUG: expected one of OFF, INFO, DETAIL, got 'LOUD'"):
+            dist.set_debug_level_from_env()
+        with pytest.raises(TypeError, match="set_debug_level: expected a DebugLevel, got str"):
+            dist.set_debug_level("DETAIL")
+    finally:
+        dist.set_debug_level(level_before)
+        world._comm.set_checks(checks_before)
+
+
+def test_backend_and_launcher_queries(monkeypatch):
+    assert all(dist.is_backend_available(b) for b in ("mpi", "gloo", "nccl", "ucc", "xccl", "GLOO"))
+    assert not dist.is_backend_available("mpl") and not dist.is_backend_available(None)
+    assert dist.get_default_backend_for_device("cpu") == dist.get_default_backend_for_device("cuda") == "mpi"
+    monkeypatch.delenv("TORCHELASTIC_RUN_ID", raising=False)
+    assert not dist.is_torchelastic_launched()
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "abc")
+    assert dist.is_torchelastic_launched()
+
+
+def test_pg_count_and_the_backend_error_alias():
+    before = dist.get_pg_count()
+    assert before >= 1  # the default group
+    dist.new_group([0])  # counted on members and non-members alike
+    assert dist.get_pg_count() == before + 1
+    assert issubclass(dist.MismatchError, dist.DistBackendError)
+    assert issubclass(dist.DistTimeoutError, dist.DistBackendError)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
+import os
 import sys
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -31,6 +32,10 @@ Array = Any  # numpy.ndarray, torch.Tensor (CPU, or CUDA in a CUDA build) or a C
 DistError = _dist.DistError
 MismatchError = _dist.MismatchError
 DistTimeoutError = _dist.DistTimeoutError
+# torch raises DistBackendError where a backend fails a collective (an NCCL error, a watchdog timeout); here
+# that is any DistError (MismatchError, DistTimeoutError), so ``except DistBackendError`` written for torch
+# catches them.
+DistBackendError = DistError
 
 
 # ---- reductions, backend --------------------------------------------------------------------------------
@@ -183,6 +188,43 @@ def is_gloo_available() -> bool:
     return False
 
 
+def is_backend_available(backend: str) -> bool:
+    """:torch_dist:`is_backend_available`: True for the torch backend names scatterx serves (every one, over MPI:
+    ``"mpi"``, ``"gloo"``, ``"nccl"``, ``"ucc"``, ``"xccl"``), False for any other name."""
+    return isinstance(backend, str) and backend.lower() in _TORCH_BACKENDS
+
+
+def get_default_backend_for_device(device: Any) -> str:
+    """:torch_dist:`get_default_backend_for_device`: ``"mpi"``, for every device (the CPU and, in a CUDA build,
+    CUDA)."""
+    del device
+    return Backend.MPI
+
+
+def is_torchelastic_launched() -> bool:
+    """:torch_dist:`is_torchelastic_launched`: whether torchelastic (torchrun) started this process, by its
+    ``TORCHELASTIC_RUN_ID`` variable, as torch decides (scatterx itself runs under an MPI launcher)."""
+    return os.getenv("TORCHELASTIC_RUN_ID") is not None
+
+
+class DebugLevel(enum.Enum):
+    """torch.distributed.DebugLevel: ``OFF``, ``INFO``, ``DETAIL``. At ``DETAIL`` every group checks the dense
+    collectives' arguments across ranks before moving data (scatterx's ``checks``), which is what torch's DETAIL
+    level adds for collectives: a disagreement raises MismatchError on every rank."""
+
+    OFF = "OFF"
+    INFO = "INFO"
+    DETAIL = "DETAIL"
+
+
+def _debug_level_from_env() -> DebugLevel:
+    value = os.environ.get("TORCH_DISTRIBUTED_DEBUG", "OFF").strip().upper() or "OFF"
+    if value not in DebugLevel.__members__:
+        raise ValueError(f"TORCH_DISTRIBUTED_DEBUG: expected one of {', '.join(DebugLevel.__members__)}, got "
+                         f"{os.environ['TORCH_DISTRIBUTED_DEBUG']!r}")
+    return DebugLevel[value]
+
+
 # ---- process groups -------------------------------------------------------------------------------------
 
 
@@ -278,6 +320,7 @@ class _State:
         # mpi4py communicators passed as group: id -> (the communicator, its handle, the group)
         self.foreign: Dict[int, Tuple[Any, int, ProcessGroup]] = {}
         self.group_count = 0
+        self.debug_level: Optional[DebugLevel] = None  # None: TORCH_DISTRIBUTED_DEBUG's, read when first needed
 
 
 _state = _State()
@@ -360,7 +403,10 @@ def init_process_group(
         raise ValueError("trying to initialize the default process group twice!")
     _check_backend(backend, "init_process_group")
     seconds = _seconds(timeout, "init_process_group")
-    comm = _dist.Communicator.world(timeout=seconds, **_option_kwargs(pg_options, "init_process_group"))
+    settings = _option_kwargs(pg_options, "init_process_group")
+    if "checks" not in settings and "SCATTERX_DIST_CHECKS" not in os.environ and get_debug_level() is DebugLevel.DETAIL:
+        settings["checks"] = True  # TORCH_DISTRIBUTED_DEBUG=DETAIL or set_debug_level(DETAIL); new groups inherit it
+    comm = _dist.Communicator.world(timeout=seconds, **settings)
     if world_size not in (-1, None) and world_size != comm.size():
         raise ValueError(f"init_process_group: expected world_size to be -1 or MPI's {comm.size()} processes "
                          f"(scatterx takes the world from the MPI launcher), got {world_size}")
@@ -379,6 +425,7 @@ def destroy_process_group(group: Optional[ProcessGroup] = None) -> None:
             if pg is not None:
                 pg._comm = None
         _state.world, _state.groups, _state.foreign, _state.timeout = None, [], {}, None
+        _state.group_count = 0
         return
     if group == GroupMember.NON_GROUP_MEMBER:
         return
@@ -519,3 +566,35 @@ def get_global_rank(group: GroupLike, group_rank: int) -> int:
     if pg is None or not 0 <= group_rank < pg.size():
         raise ValueError(f"Group rank {group_rank} is not part of group {group}")
     return pg._ranks[group_rank]
+
+
+def get_pg_count() -> int:
+    """:torch_dist:`get_pg_count`: the process groups made since :func:`init_process_group` (the default group and
+    every :func:`new_group` call, on members and non-members alike), 0 before it."""
+    return 0 if _state.world is None else 1 + _state.group_count
+
+
+def get_debug_level() -> DebugLevel:
+    """:torch_dist:`get_debug_level`: the level :func:`set_debug_level` set, else ``TORCH_DISTRIBUTED_DEBUG``'s
+    (``OFF`` when unset)."""
+    if _state.debug_level is None:
+        _state.debug_level = _debug_level_from_env()
+    return _state.debug_level
+
+
+def set_debug_level(level: DebugLevel) -> None:
+    """:torch_dist:`set_debug_level`: at ``DETAIL`` the cross-rank argument checks go on in every live group and in
+    the groups made later; at ``OFF`` or ``INFO`` they go off (the last call wins over each group's
+    ``Options(checks=...)``). Each rank sets its own: call it on every rank alike."""
+    if not isinstance(level, DebugLevel):
+        raise TypeError(f"set_debug_level: expected a DebugLevel, got {type(level).__name__}")
+    _state.debug_level = level
+    for pg in [_state.world, *_state.groups]:
+        if pg is not None and pg._comm is not None:
+            pg._comm.set_checks(level is DebugLevel.DETAIL)
+
+
+def set_debug_level_from_env() -> None:
+    """:torch_dist:`set_debug_level_from_env`: :func:`set_debug_level` with ``TORCH_DISTRIBUTED_DEBUG``'s level
+    (``OFF`` when unset; another value than OFF, INFO or DETAIL is a ValueError)."""
+    set_debug_level(_debug_level_from_env())
