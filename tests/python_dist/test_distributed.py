@@ -988,6 +988,19 @@ def test_backend_and_launcher_queries(monkeypatch):
     assert dist.is_torchelastic_launched()
 
 
+def test_set_timeout():
+    group = dist.new_group()
+    dist.set_timeout(datetime.timedelta(seconds=7.5), group=group)
+    assert group._comm.timeout() == 7.5
+    assert dist.group.WORLD._comm.timeout() != 7.5  # only that group
+    x = np.ones(2)
+    dist.all_reduce(x, group=group)
+    assert_equal(x, np.full(2, float(WS)))
+    with pytest.raises(ValueError, match="set_timeout: expected a positive timeout"):
+        dist.set_timeout(datetime.timedelta(seconds=0), group=group)
+    assert not dist.is_ucc_available() and not dist.is_xccl_available()
+
+
 def test_pg_count_and_the_backend_error_alias():
     before = dist.get_pg_count()
     assert before >= 1  # the default group

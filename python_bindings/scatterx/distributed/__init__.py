@@ -89,9 +89,12 @@ from ._groups import (
     is_mpi_available,
     is_nccl_available,
     is_torchelastic_launched,
+    is_ucc_available,
+    is_xccl_available,
     new_group,
     set_debug_level,
     set_debug_level_from_env,
+    set_timeout,
     supports_complex,
 )
 from ._collectives import (
@@ -135,7 +138,7 @@ __all__ = [
     "send_object_list", "recv_object_list", "new_subgroups", "new_subgroups_by_enumeration", "split_group",
     "get_node_local_rank", "supports_complex", "DebugLevel", "DistBackendError", "get_debug_level",
     "get_default_backend_for_device", "get_pg_count", "is_backend_available", "is_torchelastic_launched",
-    "set_debug_level", "set_debug_level_from_env",
+    "set_debug_level", "set_debug_level_from_env", "set_timeout", "is_ucc_available", "is_xccl_available",
     "HaloExchange", "build_halo",
     "ShardedEmbeddingBag", "ShardedEmbeddingBagCollection",
 ]

@@ -188,6 +188,16 @@ def is_gloo_available() -> bool:
     return False
 
 
+def is_ucc_available() -> bool:
+    """:torch_dist:`is_ucc_available`: False: scatterx.distributed runs over MPI only."""
+    return False
+
+
+def is_xccl_available() -> bool:
+    """:torch_dist:`is_xccl_available`: False: scatterx.distributed runs over MPI only."""
+    return False
+
+
 def is_backend_available(backend: str) -> bool:
     """:torch_dist:`is_backend_available`: True for the torch backend names scatterx serves (every one, over MPI:
     ``"mpi"``, ``"gloo"``, ``"nccl"``, ``"ucc"``, ``"xccl"``), False for any other name."""
@@ -566,6 +576,18 @@ def get_global_rank(group: GroupLike, group_rank: int) -> int:
     if pg is None or not 0 <= group_rank < pg.size():
         raise ValueError(f"Group rank {group_rank} is not part of group {group}")
     return pg._ranks[group_rank]
+
+
+def set_timeout(timeout: datetime.timedelta, group: GroupLike = None) -> None:
+    """:torch_dist:`set_timeout`: the seconds every later operation of ``group`` (default: the world) may wait for
+    its peers before raising DistTimeoutError. Each rank sets its own (the timeout need not agree)."""
+    pg = _resolve(group, "set_timeout")
+    if pg is None:
+        raise ValueError("set_timeout: expected a group this rank is a member of, got a non-member's group")
+    seconds = _seconds(timeout, "set_timeout")
+    if seconds is None:
+        raise TypeError("set_timeout: expected timeout to be a datetime.timedelta, got None")
+    pg._live_comm("set_timeout").set_timeout(seconds)
 
 
 def get_pg_count() -> int:
