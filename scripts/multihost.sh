@@ -16,7 +16,8 @@
 #   bash scripts/multihost.sh --suite
 #       the CI subset (scripts/test.sh): scatterx_dist_tests on 2 hosts x 1
 #       rank and 2 x 2, its host-layout test on 1 host x 2 ranks, and a part
-#       of tests/python_dist on 2 x 2 (under a minute on 2 shared cores). Needs
+#       of tests/python_dist on 2 x 2 (the collectives, the subgroups by host,
+#       the object calls; under a minute on 2 shared cores). Needs
 #       build/release and build/venv.
 #
 # The ranks get SCATTERX_TEST_HOSTS=N (tests/dist/host_layout_test.cpp checks
@@ -153,4 +154,7 @@ run_mpi 1 2 "${run[@]}" "$tests" --gtest_filter='HostLayoutTest.*'
 echo "-- tests/python_dist (the all-reduces, reduce-scatters and all-to-alls), 2 hosts x 2 ranks"
 run_mpi 2 2 "${run[@]}" "$python" -m pytest -q -p no:cacheprovider --color=no tests/python_dist/test_distributed.py \
   -k "all_reduce or reduce_scatter or all_to_all"
+echo "-- tests/python_dist (subgroups by host, object collectives), 2 hosts x 2 ranks"
+run_mpi 2 2 "${run[@]}" "$python" -m pytest -q -p no:cacheprovider --color=no tests/python_dist/test_subgroups.py \
+  tests/python_dist/test_objects.py
 echo "-- several hosts: passed in ${SECONDS} s"

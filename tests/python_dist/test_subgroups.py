@@ -33,9 +33,12 @@ def test_new_subgroups_of_consecutive_ranks(size):
 
 
 def test_new_subgroups_default_is_the_ranks_of_each_host():
-    mine, groups = dist.new_subgroups()  # mpirun on one host: one subgroup of every rank
-    assert len(groups) == 1 and groups[0] is mine
-    assert dist.get_world_size(mine) == WS
+    hosts = int(os.environ.get("SCATTERX_TEST_HOSTS", "1"))  # scripts/multihost.sh: ranks placed host by host
+    per_host = WS // hosts
+    mine, groups = dist.new_subgroups()
+    assert len(groups) == hosts and groups[RANK // per_host] is mine
+    first = RANK - RANK % per_host
+    assert dist.get_process_group_ranks(mine) == list(range(first, first + per_host))
 
 
 def test_new_subgroups_of_a_group():
