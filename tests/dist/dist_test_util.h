@@ -39,6 +39,7 @@ using scatterx::dist::MismatchError;
 using scatterx::dist::ReduceOp;
 using scatterx::dist::TimeoutError;
 using scatterx::dist::Work;
+using sxt::error_message;
 
 // ---------------------------------------------------------------- harness
 
@@ -129,34 +130,12 @@ Buf make_buf(const Shape& shape, DType dtype, Layout layout);
 // actual[i] == expected(i) for every element (bitwise; any NaN equals any NaN).
 ::testing::AssertionResult holds(const TensorView& actual, const std::function<V(int64_t)>& expected);
 
-// The error E that f throws (a failure is recorded when f throws nothing
-// or something else): its message, or "" when none.
-template <typename E, typename F>
-std::string message_of(F&& f) {
-  return sxt::error_message<E>(std::forward<F>(f));
-}
-
 // msg contains every piece; a piece "a|b" is either spelling (the header's
 // argument name or torch.distributed's).
 ::testing::AssertionResult mentions(const std::string& msg, std::initializer_list<std::string> pieces);
 // msg names rank r: "rank 3", "ranks 1 and 3", "rank=3", "from 3"...: the
 // word rank followed by r in the same clause.
 ::testing::AssertionResult names_rank(const std::string& msg, int r);
-
-// Runs f, which must throw E (or a subclass); returns its message.
-template <typename E, typename F>
-std::string expect_throws(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw the wrong exception type, with message: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "threw nothing";
-  return "";
-}
 
 // An argument error: ArgumentError or DTypeError (either is acceptable
 // where the contract does not say which); returns the message.

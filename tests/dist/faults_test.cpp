@@ -116,7 +116,7 @@ TEST_F(FaultsTest, StragglerTimesOutEveryWaitingRank) {
     }
     if (rank() == straggler()) continue;
     const auto start = std::chrono::steady_clock::now();
-    const std::string msg = expect_throws<TimeoutError>([&c, &call = run] { call(c); });
+    const std::string msg = error_message<TimeoutError>([&c, &call = run] { call(c); });
     const double elapsed = seconds_since(start);
     EXPECT_GE(elapsed, 0.9 * kTimeout) << name << " raised before the timeout";
     EXPECT_LT(elapsed, kTimeout + kSlack) << name << " raised long after the timeout";
@@ -146,7 +146,7 @@ TEST_F(FaultsTest, StragglerTimesOutTheSharedMemoryLatencyPath) {
   if (rank() != straggler()) {
     Tensor t = Tensor::zeros({16}, DType::Float32);
     const auto start = std::chrono::steady_clock::now();
-    const std::string msg = expect_throws<TimeoutError>([&] { dist::all_reduce(t, ReduceOp::Sum, c); });
+    const std::string msg = error_message<TimeoutError>([&] { dist::all_reduce(t, ReduceOp::Sum, c); });
     EXPECT_GE(seconds_since(start), 0.9 * kTimeout);
     EXPECT_LT(seconds_since(start), kTimeout + kSlack);
     EXPECT_TRUE(mentions(msg, {"all_reduce", "timed out", "shared-memory", "call numbers"})) << msg;
@@ -189,7 +189,7 @@ TEST_F(FaultsTest, StragglerTimesOutInTheSingleCopyPath) {
     dist::all_gather_into_tensor(out, in, c);
     if (rank() == straggler()) continue;
     const auto start = std::chrono::steady_clock::now();
-    const std::string msg = expect_throws<TimeoutError>([&c, &call = run] { call(c); });
+    const std::string msg = error_message<TimeoutError>([&c, &call = run] { call(c); });
     const double elapsed = seconds_since(start);
     EXPECT_GE(elapsed, 0.9 * kTimeout) << name << " raised before the timeout";
     EXPECT_LT(elapsed, kTimeout + kSlack) << name << " raised long after the timeout";
@@ -207,7 +207,7 @@ TEST_F(FaultsTest, UnusableAfterTimeoutRaisesAtOnce) {
   Communicator c = dedicated();
   if (rank() != straggler()) {
     Tensor t = Tensor::zeros({16}, DType::Float32);
-    expect_throws<TimeoutError>([&] { dist::all_reduce(t, ReduceOp::Sum, c); });
+    error_message<TimeoutError>([&] { dist::all_reduce(t, ReduceOp::Sum, c); });
     const std::vector<std::pair<std::string, std::function<void()>>> calls = {
         {"all_reduce", [&] { dist::all_reduce(t, ReduceOp::Sum, c); }},
         {"all_reduce_async", [&] { dist::all_reduce_async(t, ReduceOp::Sum, c).wait(); }},
@@ -220,7 +220,7 @@ TEST_F(FaultsTest, UnusableAfterTimeoutRaisesAtOnce) {
     };
     for (const auto& [name, call] : calls) {
       const auto start = std::chrono::steady_clock::now();
-      const std::string msg = expect_throws<scatterx::Error>(call);
+      const std::string msg = error_message<scatterx::Error>(call);
       EXPECT_LT(seconds_since(start), 0.4) << name << " did not raise at once (the timeout is 0.5 s)";
       EXPECT_TRUE(mentions(msg, {"unusable", "all_reduce", "timed out"})) << name << ": " << msg;
     }
@@ -242,8 +242,8 @@ TEST_F(FaultsTest, UsableAfterRecoverableErrors) {
   expect_local_error([&] { dist::broadcast(f, ws(), c); });
   expect_local_error([&] { dist::isend(f, ws() + 3, c); });
   Tensor uneven = Tensor::zeros({rank() == 0 ? 5 : 4}, DType::Float32);
-  expect_throws<MismatchError>([&] { dist::all_reduce(uneven, ReduceOp::Sum, c); });
-  expect_throws<MismatchError>([&] { dist::all_reduce_async(uneven, ReduceOp::Sum, c).wait(); });
+  error_message<MismatchError>([&] { dist::all_reduce(uneven, ReduceOp::Sum, c); });
+  error_message<MismatchError>([&] { dist::all_reduce_async(uneven, ReduceOp::Sum, c).wait(); });
   Tensor out = Tensor::zeros({ws() * 4}, rank() == 1 ? DType::Float64 : DType::Float32);
   try {
     dist::all_gather_into_tensor(out, f, c);
@@ -286,7 +286,7 @@ TEST_F(FaultsTest, AsyncErrorSurfacesAtWait) {
   Work w1;
   EXPECT_NO_THROW(w1 = dist::all_reduce_async(bad, ReduceOp::Sum, c)) << "raised at the call, not at wait()";
   Work w2 = dist::all_reduce_async(after, ReduceOp::Sum, c);
-  const std::string msg = expect_throws<MismatchError>([&] { w1.wait(); });
+  const std::string msg = error_message<MismatchError>([&] { w1.wait(); });
   EXPECT_TRUE(mentions(msg, {"all_reduce"}));
   EXPECT_TRUE(names_rank(msg, straggler())) << msg;
   EXPECT_TRUE(w1.is_completed());
@@ -312,7 +312,7 @@ TEST_F(FaultsTest, StragglersDropTheMessagesTheyNeverReceived) {
     Communicator c = dedicated();
     if (waiter) {
       Tensor t = Tensor::zeros({4}, DType::Float32);
-      expect_throws<TimeoutError>([&] { dist::all_reduce(t, ReduceOp::Sum, c); });
+      error_message<TimeoutError>([&] { dist::all_reduce(t, ReduceOp::Sum, c); });
     }
     expect_all_reduce_works(comm());  // every rank is past the timeout
   }
@@ -346,7 +346,7 @@ TEST_F(FaultsTest, LateMessagesToADestroyedCommunicatorReachNoLaterOne) {
     Communicator c = dedicated();
     if (!skipper) {
       Tensor t = Tensor::zeros({4}, DType::Float32);
-      expect_throws<TimeoutError>([&] { dist::all_reduce(t, ReduceOp::Sum, c); });
+      error_message<TimeoutError>([&] { dist::all_reduce(t, ReduceOp::Sum, c); });
     }
   }
   expect_all_reduce_works(comm());  // every rank is past the timeout

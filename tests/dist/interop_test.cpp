@@ -52,7 +52,7 @@ TEST_F(InteropTest, FromCHandle) {
   EXPECT_EQ(c.rank(), rank());
   expect_working(c, ws());
   const std::string msg =
-      expect_throws<ArgumentError>([&] { Communicator::from_c_handle(&world_comm, sizeof(world_comm) + 1); });
+      error_message<ArgumentError>([&] { Communicator::from_c_handle(&world_comm, sizeof(world_comm) + 1); });
   EXPECT_TRUE(mentions(msg, {"from_c_handle", "size"}));
 }
 

@@ -203,10 +203,10 @@ class MoeErrorTest : public DistTest {
 TEST_F(MoeErrorTest, DuplicateExpertsRaiseOnEveryRank) {
   if (rank() == ws() - 1) idx.data_as<int64_t>()[3] = 0;  // row 1 = [0, 0]
   if (rank() == ws() - 1) {
-    const std::string msg = expect_throws<ArgumentError>([&] { dist::moe_dispatch(x, idx, w, experts(), comm()); });
+    const std::string msg = error_message<ArgumentError>([&] { dist::moe_dispatch(x, idx, w, experts(), comm()); });
     EXPECT_TRUE(mentions(msg, {"moe.dispatch", "distinct experts", "row 1 = [0, 0]"})) << msg;
   } else {
-    const std::string msg = expect_throws<MismatchError>([&] { dist::moe_dispatch(x, idx, w, experts(), comm()); });
+    const std::string msg = error_message<MismatchError>([&] { dist::moe_dispatch(x, idx, w, experts(), comm()); });
     EXPECT_TRUE(mentions(msg, {"moe.dispatch", "failed their argument checks"})) << msg;
   }
 }
@@ -214,33 +214,33 @@ TEST_F(MoeErrorTest, DuplicateExpertsRaiseOnEveryRank) {
 TEST_F(MoeErrorTest, DisagreementsRaiseOnEveryRank) {
   SXD_REQUIRE_WS2();
   Tensor wide = Tensor::zeros({3, 4 + rank()}, DType::Float64);
-  std::string msg = expect_throws<MismatchError>([&] { dist::moe_dispatch(wide, idx, w, experts(), comm()); });
+  std::string msg = error_message<MismatchError>([&] { dist::moe_dispatch(wide, idx, w, experts(), comm()); });
   EXPECT_TRUE(mentions(msg, {"same hidden size", "rank 1: 5"})) << msg;
   dist::MoeOptions options;
   options.pad_to_multiple = 1 + rank();
-  msg = expect_throws<MismatchError>([&] { dist::moe_dispatch(x, idx, w, experts(), comm(), options); });
+  msg = error_message<MismatchError>([&] { dist::moe_dispatch(x, idx, w, experts(), comm(), options); });
   EXPECT_TRUE(mentions(msg, {"same pad_to_multiple"})) << msg;
-  msg = expect_throws<MismatchError>([&] { dist::moe_dispatch(x, idx, w, experts() + 2 * rank() * ws(), comm()); });
+  msg = error_message<MismatchError>([&] { dist::moe_dispatch(x, idx, w, experts() + 2 * rank() * ws(), comm()); });
   EXPECT_TRUE(mentions(msg, {"same num_experts"})) << msg;
 }
 
 TEST_F(MoeErrorTest, ArgumentErrorsNameTheArgument) {
   SXD_REQUIRE_WS2();  // with one rank every num_experts divides
-  std::string msg = expect_throws<ArgumentError>([&] { dist::moe_dispatch(x, idx, w, 2 * ws() + 1, comm()); });
+  std::string msg = error_message<ArgumentError>([&] { dist::moe_dispatch(x, idx, w, 2 * ws() + 1, comm()); });
   EXPECT_TRUE(mentions(msg, {"num_experts to be a positive multiple", std::to_string(ws())})) << msg;
   idx.data_as<int64_t>()[5] = experts();
-  msg = expect_throws<scatterx::IndexError>([&] { dist::moe_dispatch(x, idx, w, experts(), comm()); });
+  msg = error_message<scatterx::IndexError>([&] { dist::moe_dispatch(x, idx, w, experts(), comm()); });
   EXPECT_TRUE(mentions(msg, {"topk_idx values in [0, " + std::to_string(experts()) + ")", "[2, 1]"})) << msg;
   idx.data_as<int64_t>()[5] = 1;
   Tensor short_w = Tensor::zeros({3, 1}, DType::Float64);
-  msg = expect_throws<ArgumentError>([&] { dist::moe_dispatch(x, idx, short_w, experts(), comm()); });
+  msg = error_message<ArgumentError>([&] { dist::moe_dispatch(x, idx, short_w, experts(), comm()); });
   EXPECT_TRUE(mentions(msg, {"topk_weights of topk_idx's shape"})) << msg;
   Tensor ints = Tensor::zeros({3, 4}, DType::Int32);
-  msg = expect_throws<DTypeError>([&] { dist::moe_dispatch(ints, idx, w, experts(), comm()); });
+  msg = error_message<DTypeError>([&] { dist::moe_dispatch(ints, idx, w, experts(), comm()); });
   EXPECT_TRUE(mentions(msg, {"x of a floating dtype", "int32"})) << msg;
   dist::MoeDispatch d = dist::moe_dispatch(x, idx, w, experts(), comm());
   Tensor bad = Tensor::zeros({d.recv_x.size(0) + 1, 4}, DType::Float64);
-  msg = expect_throws<ArgumentError>([&] { dist::moe_combine(bad, *d.handle); });
+  msg = error_message<ArgumentError>([&] { dist::moe_combine(bad, *d.handle); });
   EXPECT_TRUE(mentions(msg, {"moe.combine: expected expert_out of recv_x's shape"})) << msg;
 }
 

@@ -258,7 +258,7 @@ TEST_F(SingleCopyTest, BroadcastWithAndWithoutTheRootsShare) {
 TEST_F(SingleCopyTest, RootShareMustAgreeAcrossRanks) {
   SXD_REQUIRE_WS2();
   sxt::ScopedEnv env("SCATTERX_DIST_BROADCAST_ROOT_SHARE", rank() == 0 ? "0" : "auto");
-  const std::string msg = expect_throws<MismatchError>([&] { (void)comm().split(0, rank()); });
+  const std::string msg = error_message<MismatchError>([&] { (void)comm().split(0, rank()); });
   EXPECT_TRUE(mentions(msg, {"SCATTERX_DIST_BROADCAST_ROOT_SHARE"})) << msg;
 }
 
