@@ -17,30 +17,36 @@
 namespace scatterx_bench_collectives {
 namespace {
 
-const char* native_name(const std::string& op) {
-  if (op == "reduce_scatter") return "MPI_Reduce_scatter_block";
-  if (op == "all_gather") return "MPI_Allgather";
-  if (op == "all_reduce") return "MPI_Allreduce";
-  if (op == "broadcast") return "MPI_Bcast";
-  if (op == "copy") return "memcpy";
-  if (op == "peer_copy") return "shm memcpy";
-  if (op == "all_reduce_copies") return "memcpy + fold";
-  return "MPI_Alltoallv";
-}
+// What an op's two columns run, by name in the report and by impl in the JSON rows. A limit times no
+// scatterx call (copies the collectives are read against); one whose columns run the same code has no
+// sx_impl and writes one JSON row.
+struct OpColumns {
+  const char* op;
+  const char* sx;
+  const char* native;
+  bool limit;
+  const char* sx_impl;  // nullptr: the native column's code
+  const char* native_impl;
+};
+constexpr OpColumns kOpColumns[] = {
+    {"reduce_scatter", "reduce_scatter_tensor", "MPI_Reduce_scatter_block", false, "scatterx", "mpi"},
+    {"all_gather", "all_gather_into_tensor", "MPI_Allgather", false, "scatterx", "mpi"},
+    {"all_reduce", "all_reduce", "MPI_Allreduce", false, "scatterx", "mpi"},
+    {"broadcast", "broadcast", "MPI_Bcast", false, "scatterx", "mpi"},
+    {"all_to_all_v", "all_to_all_v", "MPI_Alltoallv", false, "scatterx", "mpi"},
+    {"all_to_all_single", "all_to_all_single", "MPI_Alltoallv", false, "scatterx", "mpi"},
+    {"copy", "memcpy", "memcpy", true, nullptr, "memcpy"},
+    {"peer_copy", "process_vm_readv", "shm memcpy", true, "cma", "memcpy"},
+    {"all_reduce_copies", "memcpy + fold", "memcpy + fold", true, nullptr, "memcpy"},
+};
 
-// The ops that time no scatterx call: copies, the limits the collectives are read against.
-bool copy_limit(const std::string& op) { return op == "copy" || op == "peer_copy" || op == "all_reduce_copies"; }
-
-// The limits whose two columns run the same code: one JSON row, impl "memcpy".
-bool one_column(const std::string& op) { return op == "copy" || op == "all_reduce_copies"; }
-
-const char* sx_name(const std::string& op) {
-  if (op == "reduce_scatter") return "reduce_scatter_tensor";
-  if (op == "all_gather") return "all_gather_into_tensor";
-  if (op == "copy") return "memcpy";
-  if (op == "peer_copy") return "process_vm_readv";
-  if (op == "all_reduce_copies") return "memcpy + fold";
-  return op.c_str();
+// op is canonical (options.cpp's canonical_op names only these).
+const OpColumns& columns_of(const std::string& op) {
+  for (const OpColumns& c : kOpColumns) {
+    if (op == c.op) return c;
+  }
+  std::fprintf(stderr, "scatterx_bench_collectives: no columns for op '%s'\n", op.c_str());
+  std::abort();
 }
 
 std::string cpu_model() {
@@ -115,8 +121,8 @@ std::string pairs_line(const Options& opt) {
   std::ostringstream s;
   s << "Pairs: ";
   for (size_t i = 0; i < opt.ops.size(); ++i) {
-    s << (i ? "; " : "") << opt.ops[i] << " = " << (copy_limit(opt.ops[i]) ? "" : "scatterx ") << sx_name(opt.ops[i])
-      << " vs " << native_name(opt.ops[i]);
+    const OpColumns& c = columns_of(opt.ops[i]);
+    s << (i ? "; " : "") << opt.ops[i] << " = " << (c.limit ? "" : "scatterx ") << c.sx << " vs " << c.native;
   }
   s << ". busbw sx/MPI = scatterx busbw / MPI busbw at the medians. other CPU = share of all CPUs used by other "
     << "processes (or stolen) while the op and size ran, from /proc/stat; above " << pct(opt.noisy)
@@ -289,11 +295,12 @@ void write_json(const std::string& path, const Options& opt, const std::vector<R
   const char* sep = "\n  ";
   for (const Result& r : results) {
     if (std::isnan(r.sx.p50_us)) continue;  // not timed: its check failed with an error
-    if (!one_column(r.op)) {
-      std::fprintf(f, "%s%s", sep, json_row(r, r.op == "peer_copy" ? "cma" : "scatterx", r.sx, opt).c_str());
+    const OpColumns& c = columns_of(r.op);
+    if (c.sx_impl != nullptr) {
+      std::fprintf(f, "%s%s", sep, json_row(r, c.sx_impl, r.sx, opt).c_str());
       sep = ",\n  ";
     }
-    std::fprintf(f, "%s%s", sep, json_row(r, copy_limit(r.op) ? "memcpy" : "mpi", r.mpi, opt).c_str());
+    std::fprintf(f, "%s%s", sep, json_row(r, c.native_impl, r.mpi, opt).c_str());
     sep = ",\n  ";
   }
   std::fprintf(f, "\n]}\n");

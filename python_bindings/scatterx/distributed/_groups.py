@@ -126,11 +126,17 @@ _REDUCE_OPS = {ReduceOp(_dist.reduce_op_name(op)): op for op in _dist.ReduceOp}
 assert set(_REDUCE_OPS) == set(ReduceOp) - {ReduceOp.PREMUL_SUM}, "ReduceOp and dist/dist.h list different reductions"
 
 
+def _reduce_op_member(op: Any) -> Any:
+    """A reduction's name ("SUM", "sum", "prod", ...) as its ReduceOp member; anything else as it is."""
+    if isinstance(op, str):
+        return ReduceOp.__members__.get({"PROD": "PRODUCT"}.get(op.upper(), op.upper()), op)
+    return op
+
+
 def _reduce_op(op: Any, name: str) -> Any:
     if isinstance(op, _dist.ReduceOp):
         return op
-    if isinstance(op, str):  # also "sum", "prod", ...
-        op = ReduceOp.__members__.get({"PROD": "PRODUCT"}.get(op.upper(), op.upper()), op)
+    op = _reduce_op_member(op)
     if op is ReduceOp.PREMUL_SUM or isinstance(op, _PremulSum):
         raise ValueError(f"{name}: expected op to be a reduction without a factor (PREMUL_SUM is taken by "
                          "all_reduce, reduce, reduce_scatter and reduce_scatter_tensor; here scale the input and "
@@ -143,11 +149,9 @@ def _reduce_op(op: Any, name: str) -> Any:
 def supports_complex(reduceOp: Any) -> bool:  # noqa: N803 (torch's argument name)
     """:torch_dist:`supports_complex`: whether ``reduceOp`` takes complex dtypes: SUM, AVG, PREMUL_SUM and, unlike
     torch (which refuses it), PRODUCT; not MIN and MAX (complex numbers have no order) or the bitwise ops."""
-    op = reduceOp
-    if isinstance(op, _PremulSum):
+    if isinstance(reduceOp, _PremulSum):
         return True
-    if isinstance(op, str):
-        op = ReduceOp.__members__.get({"PROD": "PRODUCT"}.get(op.upper(), op.upper()), op)
+    op = _reduce_op_member(reduceOp)
     if not isinstance(op, ReduceOp):
         raise ValueError(f"supports_complex: expected reduceOp to be one of ReduceOp."
                          f"{', ReduceOp.'.join(ReduceOp.__members__)}, got {reduceOp!r}")
@@ -523,10 +527,18 @@ def new_group(
             raise ValueError(f"new_group: expected distinct ranks, got {list(ranks)}")
     me = world.rank()
     member = me in members
-    seconds = seconds if seconds is not None else _state.timeout
-    comm = world._live_comm("new_group").split(0 if member else -1, me, timeout=seconds, **settings)
+    return _split_off(world, "new_group", 0 if member else -1, me, members, seconds, settings, group_desc)
+
+
+def _split_off(parent: ProcessGroup, op: str, color: int, key: int, members: Sequence[int],
+               seconds: Optional[float], settings: Dict[str, Any], group_desc: Optional[str]) -> Union[ProcessGroup, int]:
+    """The group of this rank's ``color`` split off ``parent`` (collective over it): its global ``members`` in
+    group-rank order (``key`` orders the ranks), or NON_GROUP_MEMBER for color -1. Timeout: ``seconds``, else
+    init_process_group's; the other settings: ``settings``, else the parent's."""
+    comm = parent._live_comm(op).split(color, key, timeout=seconds if seconds is not None else _state.timeout,
+                                       **settings)
     _state.group_count += 1
-    if not member:
+    if color < 0:
         return GroupMember.NON_GROUP_MEMBER
     pg = ProcessGroup(comm, members, group_desc or f"group{_state.group_count}")
     _state.groups.append(pg)

@@ -30,8 +30,26 @@ def _pickled(obj: Any) -> Tuple[Optional[np.ndarray], Optional[BaseException]]:
         return None, e
 
 
+def _pickled_each(objects: List[Any]) -> Tuple[List[np.ndarray], Optional[BaseException]]:
+    """Each object pickled, or the first one's error (with the pieces before it)."""
+    pieces = []
+    for o in objects:
+        data, problem = _pickled(o)
+        if problem is not None:
+            return pieces, problem
+        pieces.append(data)
+    return pieces, None
+
+
 def _unpickled(data: np.ndarray) -> Any:
     return pickle.loads(data.tobytes())
+
+
+def _unpickle_into(object_list: List[Any], data: np.ndarray, sizes: np.ndarray) -> None:
+    """object_list[i] = the object pickled in the i-th run of ``sizes`` bytes of ``data``."""
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    for i in range(len(sizes)):
+        object_list[i] = _unpickled(data[offsets[i]:offsets[i + 1]])
 
 
 def _raise_for(problem: Optional[BaseException], op: str, who: str) -> None:
@@ -103,11 +121,7 @@ def broadcast_object_list(object_list: List[Any], src: Optional[int] = None, gro
             problem = TypeError(f"broadcast_object_list: expected object_list to be a list, got "
                                 f"{type(object_list).__name__}")
         else:
-            for o in object_list:
-                data, problem = _pickled(o)
-                if problem is not None:
-                    break
-                pieces.append(data)
+            pieces, problem = _pickled_each(object_list)
     # The source's status and object count first: the other ranks learn of its failure, and the count
     # their lists must have.
     header = np.array([0 if problem else 1, len(pieces)], dtype=np.int64)
@@ -121,9 +135,7 @@ def broadcast_object_list(object_list: List[Any], src: Optional[int] = None, gro
     if data.size:
         broadcast(data, group=group, group_src=root)
     _check_slots("broadcast_object_list", "object_list", object_list, count)
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    for i in range(count):
-        object_list[i] = _unpickled(data[offsets[i]:offsets[i + 1]])
+    _unpickle_into(object_list, data, sizes)
 
 
 def scatter_object_list(scatter_object_output_list: List[Any], scatter_object_input_list: Optional[List[Any]] = None,
@@ -144,11 +156,8 @@ def scatter_object_list(scatter_object_output_list: List[Any], scatter_object_in
             _check_slots(op, "scatter_object_input_list", scatter_object_input_list, ws)
         except ValueError as e:
             problem = e
-        for o in scatter_object_input_list if problem is None else []:
-            data, problem = _pickled(o)
-            if problem is not None:
-                break
-            pieces.append(data)
+        if problem is None:
+            pieces, problem = _pickled_each(scatter_object_input_list)
     # The source's status, then every rank's size: a failed source stops everyone here.
     header = np.zeros(ws + 1, dtype=np.int64)
     if problem is None and pieces:
@@ -180,12 +189,9 @@ def send_object_list(object_list: List[Any], dst: Optional[int] = None, group: G
     op = "send_object_list"
     if not isinstance(object_list, list):
         raise TypeError(f"{op}: expected object_list to be a list, got {type(object_list).__name__}")
-    pieces = []
-    for o in object_list:
-        data, problem = _pickled(o)
-        if problem is not None:
-            raise problem  # before any message: the receiver waits for one that never comes, as in torch
-        pieces.append(data)
+    pieces, problem = _pickled_each(object_list)
+    if problem is not None:
+        raise problem  # before any message: the receiver waits for one that never comes, as in torch
     sizes = np.array([p.size for p in pieces], dtype=np.int64)
     send(np.array([len(pieces)], dtype=np.int64), dst, group=group, group_dst=group_dst)
     send(sizes, dst, group=group, group_dst=group_dst)
@@ -208,9 +214,7 @@ def recv_object_list(object_list: List[Any], src: Optional[int] = None, group: G
     data = np.empty(int(sizes.sum()), dtype=np.uint8)
     recv(data, sender, group=group)
     _check_slots(op, "object_list", object_list, int(count[0]))
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    for i in range(len(sizes)):
-        object_list[i] = _unpickled(data[offsets[i]:offsets[i + 1]])
+    _unpickle_into(object_list, data, sizes)
     return sender
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ._groups import (GroupLike, GroupMember, ProcessGroup, _check_backend, _default_group, _option_kwargs, _resolve,
-                      _seconds, _state, new_group)
+                      _seconds, _split_off, new_group)
 from ._objects import all_gather_object
 
 Subgroup = Union[ProcessGroup, int]  # a group, or GroupMember.NON_GROUP_MEMBER on a rank outside it
@@ -90,14 +90,8 @@ def new_subgroups_by_enumeration(ranks_per_subgroup_list: Sequence[Sequence[int]
     op = "new_subgroups_by_enumeration"
     if ranks_per_subgroup_list is None or len(ranks_per_subgroup_list) == 0:
         raise ValueError(f"{op}: expected a non-empty ranks_per_subgroup_list, got {ranks_per_subgroup_list!r}")
-    seen = {}
-    for k, ranks in enumerate(ranks_per_subgroup_list):
-        for r in ranks:
-            if r in seen and seen[r] != k:
-                raise ValueError(f"{op}: expected every rank in one subgroup at most, got rank {r} in subgroups "
-                                 f"{seen[r]} and {k}")
-            seen[r] = k
-    cuts = [list(ranks) for ranks in ranks_per_subgroup_list]
+    cuts = [[int(r) for r in ranks] for ranks in ranks_per_subgroup_list]
+    _list_of_each_rank(op, cuts, "subgroup")  # the ranks and their order: new_group checks them
     mine, groups = _make(op, cuts, timeout, backend, pg_options, group_desc)
     return (mine if isinstance(mine, ProcessGroup) else None), groups
 
@@ -120,27 +114,29 @@ def split_group(parent_pg: GroupLike = None, split_ranks: Optional[Sequence[Sequ
     if not split_ranks:
         raise ValueError(f"{op}: expected split_ranks to be a non-empty list of lists of ranks, got {split_ranks!r}")
     lists = [[int(r) for r in ranks] for ranks in split_ranks]
-    seen = {}
-    for k, ranks in enumerate(lists):
+    for ranks in lists:
         for r in ranks:
             if not 0 <= r < parent.size():
                 raise ValueError(f"{op}: expected the ranks of split_ranks within the parent group's size "
                                  f"{parent.size()}, got {r}")
-            if r in seen:
-                raise ValueError(f"{op}: expected every rank in one split at most, got rank {r} in splits "
-                                 f"{seen[r]} and {k}")
-            seen[r] = k
+        if len(set(ranks)) != len(ranks):
+            raise ValueError(f"{op}: expected distinct ranks in each split, got {ranks}")
     me = parent.rank()
-    color = seen.get(me, -1)
+    color = _list_of_each_rank(op, lists, "split").get(me, -1)
     key = lists[color].index(me) if color >= 0 else me
-    comm = parent._live_comm(op).split(color, key, timeout=seconds if seconds is not None else _state.timeout,
-                                       **settings)
-    _state.group_count += 1
-    if color < 0:
-        return GroupMember.NON_GROUP_MEMBER
-    pg = ProcessGroup(comm, [parent._ranks[r] for r in lists[color]], group_desc or f"group{_state.group_count}")
-    _state.groups.append(pg)
-    return pg
+    members = [parent._ranks[r] for r in lists[color]] if color >= 0 else []
+    return _split_off(parent, op, color, key, members, seconds, settings, group_desc)
+
+
+def _list_of_each_rank(op: str, lists: List[List[int]], what: str) -> Dict[int, int]:
+    """rank -> the index of the list holding it; ValueError when two lists hold one rank."""
+    holder: Dict[int, int] = {}
+    for k, ranks in enumerate(lists):
+        for r in ranks:
+            if holder.setdefault(r, k) != k:
+                raise ValueError(f"{op}: expected every rank in one {what} at most, got rank {r} in {what}s "
+                                 f"{holder[r]} and {k}")
+    return holder
 
 
 def _make(op: str, cuts: List[List[int]], timeout: Any, backend: Optional[str], pg_options: Any,
