@@ -15,7 +15,6 @@
 #include "dist/shm_transport.h"
 #include "dist/single_copy.h"
 #include "dist/staging.h"
-#include "ops/runtime/shareable_memory.h"
 
 namespace scatterx::dist {
 
@@ -81,13 +80,12 @@ static Work all_reduce_impl(const TensorView& tensor, ReduceOp reduce_op, const 
     const int64_t es = tensor.element_size();
     const Reduce reduce = local_reduce(reduce_op);
     const int64_t count = mean_count(reduce_op, s.size);
-    // Mid sizes on one host, in scatterx's shareable tensor memory on every
-    // rank: folded straight out of the peers' tensors. (Larger tensors are
-    // never shareable: from there the segment's pipelined reduce-scatter runs
-    // at memory bandwidth.)
-    const int64_t bytes = tensor.numel() * es;
-    if (!route && bytes <= static_cast<int64_t>(detail::kShareableMaxBytes) && single_copy_for(s, w, bytes, op) &&
-        single_copy_all_reduce(s, w, tag, buf.data(), blocks, tensor.dtype(), reduce, count, op)) {
+    // Every rank on one host: folded straight out of the peers' tensors,
+    // each folded piece written into theirs, no staging (single_copy.h).
+    // Otherwise (several hosts, single copy off or not allowed, a device
+    // tensor) the pipelined reduce-scatter and all-gather below.
+    if (!route && single_copy_for(s, w, tensor.numel() * es, op)) {
+      single_copy_all_reduce(s, w, tag, buf.data(), blocks, tensor.dtype(), reduce, count, op);
       buf.commit();
       return;
     }

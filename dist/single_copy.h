@@ -107,13 +107,15 @@ void single_copy_broadcast(Communicator::State& s, Waiter& w, int tag, char* buf
 
 // all_reduce of the contiguous `data` split into `blocks` (elements), every
 // rank on one host and single_copy_ready. The ranks swap their tensors'
-// records; unless every tensor lies in shareable memory it returns false
-// having moved nothing (the caller takes its other path; process_vm_readv
-// reads measured no faster than the segment's reduce-scatter). Otherwise each
-// rank folds its own block in place straight out of its peers' mapped
-// tensors, then copies their reduced blocks out of theirs, and it returns
-// true. Three small messages per pair: records, "reduced", "done".
-bool single_copy_all_reduce(Communicator::State& s, Waiter& w, int tag, char* data, const Blocks& blocks, DType dtype,
+// records (a size that differs raises MismatchError on every rank). Each
+// rank folds its own block in place a piece at a time, reading its peers'
+// pieces where they lie (the mapping of a shareable tensor, else
+// process_vm_readv), and writes each folded piece into every peer's tensor
+// with process_vm_writev while the piece is still in its cache: each byte is
+// read once from another rank and written once into it, with no staging
+// copy. Three small messages per pair: records, the block's note (written,
+// read it yourself, or could not fold: then every rank raises), "done".
+void single_copy_all_reduce(Communicator::State& s, Waiter& w, int tag, char* data, const Blocks& blocks, DType dtype,
                             Reduce reduce, int64_t mean_count, const char* op);
 
 // The single-copy pairs of one exchange (single_copy_ready said yes). Every

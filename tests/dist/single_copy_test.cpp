@@ -7,6 +7,8 @@
 // also odd and zero splits, strided views, in place, async.
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <functional>
@@ -305,21 +307,23 @@ TEST_F(SingleCopyTest, ZeroSizeBlocks) {
   });
 }
 
-// all_reduce from 64 KiB to 8 MiB: tensors in scatterx's shareable memory
-// (ops/runtime/shareable_memory.h) on every rank take the single-copy
-// all-reduce; memory scatterx did not allocate on any one rank (a vector's,
-// as numpy's or torch's would be) sends every rank down the segment's path.
-// Both against the closed form, for every op, odd lengths (uneven blocks)
-// and a view that starts inside its tensor.
+// all_reduce from 64 KiB: each rank folds its block out of its peers'
+// tensors and writes it into theirs, wherever they lie: in scatterx's
+// shareable memory (ops/runtime/shareable_memory.h: mapped, and with more
+// ranks than cores left for the peers to copy), in memory scatterx did not
+// allocate (a vector's, as numpy's or torch's would be: the kernel's copies),
+// or in both across the ranks; past the arena's 8 MiB too. With single copy
+// off: the segment's path. All against the closed form, for every op, odd
+// lengths (uneven blocks) and a view that starts inside its tensor.
 TEST_F(SingleCopyTest, AllReduceInSharedAndForeignMemory) {
   both_paths([&](const Communicator& c, bool on) {
     for (ReduceOp op : all_reduce_ops()) {
       for (DType dtype : {DType::Float32, DType::Int64, DType::BFloat16}) {
         if (!reduce_supported(op, dtype)) continue;
-        // The arena's upper edge (just under 8 MiB of int64) for sums only:
-        // the size switch is the same for every op and dtype, and the big
-        // case costs most of the sanitizer build's time.
-        for (int64_t n : {kSwitch / 4 + 1, int64_t{100003}, (int64_t{8} << 20) / 8 - 16}) {
+        // The arena's upper edge (just under 8 MiB of int64) and beyond it
+        // (12 MiB) for sums only: the path is the same for every op and
+        // dtype, and the big cases cost most of the sanitizer build's time.
+        for (int64_t n : {kSwitch / 4 + 1, int64_t{100003}, (int64_t{8} << 20) / 8 - 16, (int64_t{12} << 20) / 8 + 5}) {
           if (n > 100003 && (op != ReduceOp::Sum || dtype != DType::Int64)) continue;
           const int64_t es = scatterx::element_size(dtype);
           auto input = [&](int64_t i) { return reduce_input(op, dtype, rank(), i); };
@@ -329,14 +333,6 @@ TEST_F(SingleCopyTest, AllReduceInSharedAndForeignMemory) {
           Tensor t = make({n}, dtype, input);
           dist::all_reduce(t, op, c);
           EXPECT_TRUE(holds(t, expected)) << what;
-          // A view inside a tensor and a foreign buffer differ from t only
-          // when t lies in shareable memory (never in the sanitizer build,
-          // whose arena is off, nor below the arena's 64 KiB floor):
-          // otherwise they run t's path again. Every rank asks, so that all
-          // skip together.
-          int shareable = scatterx::host_shareable(t) ? 1 : 0;
-          MPI_Allreduce(MPI_IN_PLACE, &shareable, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
-          if (!shareable) continue;
           Tensor holder = Tensor::empty({n + 8}, dtype);
           TensorView inside(static_cast<char*>(holder.data()) + 8 * es, dtype, {n});
           fill(inside, input);
@@ -344,6 +340,9 @@ TEST_F(SingleCopyTest, AllReduceInSharedAndForeignMemory) {
           EXPECT_TRUE(holds(inside, expected)) << what << " (a view inside its tensor)";
           std::vector<char> foreign(static_cast<size_t>(n * es));
           TensorView elsewhere(foreign.data(), dtype, {n});
+          fill(elsewhere, input);
+          dist::all_reduce(elsewhere, op, c);
+          EXPECT_TRUE(holds(elsewhere, expected)) << what << " (every rank's memory foreign)";
           TensorView mixed = rank() == ws() - 1 ? elsewhere : TensorView(t);
           fill(mixed, input);
           dist::all_reduce(mixed, op, c);
@@ -352,6 +351,53 @@ TEST_F(SingleCopyTest, AllReduceInSharedAndForeignMemory) {
       }
     }
   });
+}
+
+// A rank whose peers cannot read its tensor (here: every block but its own
+// behind PROT_NONE, which a peer's process_vm_readv finds unreadable and its
+// process_vm_writev unwritable): the peers cannot fold their blocks, and
+// every rank raises instead of returning a wrong sum or waiting; the
+// communicator works afterwards.
+TEST_F(SingleCopyTest, AllReduceRaisesEverywhereWhenAPeerCannotBeRead) {
+  SXD_REQUIRE_WS2();
+  if (scatterx::detail::knob_choice(scatterx::detail::Knob::DistEmulateDevice) != "off")
+    GTEST_SKIP() << "the emulated device's runs take the device paths";
+  const Communicator c = with_single_copy(true);
+  const int64_t page = sysconf(_SC_PAGESIZE);
+  const int64_t block = 16 * page;  // bytes per rank: blocks fall on page boundaries
+  const int64_t n = ws() * block / 4;
+  void* mem =
+      mmap(nullptr, static_cast<size_t>(ws() * block), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  TensorView t(mem, DType::Int32, {n});
+  fill(t, [&](int64_t i) { return value(rank(), i); });
+  dist::all_reduce(t, ReduceOp::Sum, c);  // settles the path
+  if (!c.single_copy_path().value_or(false)) {
+    munmap(mem, static_cast<size_t>(ws() * block));
+    GTEST_SKIP() << "single copy not available here";
+  }
+  char* bytes = static_cast<char*>(mem);
+  const size_t others = static_cast<size_t>((ws() - 1) * block);
+  if (rank() == 0) {
+    ASSERT_EQ(mprotect(bytes + block, others, PROT_NONE), 0);
+  }
+  const std::string msg = error_message<scatterx::Error>([&] { dist::all_reduce(t, ReduceOp::Sum, c); });
+  if (rank() == 0) {
+    EXPECT_TRUE(mentions(msg, {"all_reduce", "reduced block", "could not fold"})) << msg;
+  } else {
+    EXPECT_TRUE(mentions(msg, {"all_reduce", "reading rank 0", "failed"})) << msg;
+  }
+  if (rank() == 0) {
+    ASSERT_EQ(mprotect(bytes + block, others, PROT_READ | PROT_WRITE), 0);
+  }
+  fill(t, [&](int64_t i) { return value(rank(), i); });
+  dist::all_reduce(t, ReduceOp::Sum, c);
+  EXPECT_TRUE(holds(t, [&](int64_t i) {
+    double sum = 0;
+    for (int r = 0; r < ws(); ++r) sum += value(r, i).re;
+    return V{sum};
+  }));
+  munmap(mem, static_cast<size_t>(ws() * block));
 }
 
 }  // namespace
