@@ -20,7 +20,8 @@ namespace {
 // the folded piece written out to every peer, are still in this core's cache
 // (L2 is 512 KiB to 4 MiB on the x86 servers measured); large enough that
 // the system calls per piece cost little. bench/RESULTS.md, "the all-reduce
-// pushes its folded pieces": 64 KiB, 1 MiB and 4 MiB were slower.
+// pushes its folded pieces": with process_vm_readv reads, 64 KiB, 1 MiB and
+// 4 MiB were slower.
 constexpr int64_t kFoldPieceBytes = int64_t{256} << 10;
 
 // What a rank tells each peer about its block once folded.
@@ -74,8 +75,7 @@ void swap_records(Communicator::State& s, Waiter& w, int tag, AllReduceMessages&
 // of any tensor, so a piece may be overwritten as soon as this rank has read
 // it. A peer whose write fails gets no more writes and reads the block
 // itself afterwards, as do all peers of a crowded rank whose tensor they can
-// map. Sets m.sent; returns the first read failure ("" when
-// none).
+// map. Sets m.sent; returns the first read failure ("" when none).
 std::string fold_and_push_own_block(Communicator::State& s, AllReduceMessages& m, char* data, const Blocks& blocks,
                                     DType dtype, Reduce reduce, int64_t mean_count, const char* op) {
   const int64_t es = element_size(dtype);
@@ -123,9 +123,9 @@ std::string fold_and_push_own_block(Communicator::State& s, AllReduceMessages& m
 
 // Sends each peer its BlockNote; reads each peer's block that was not
 // written here, once the peer's note says so (a peer that could not fold
-// makes this rank raise too); then "done" to it, so that it may return. Waits for every
-// peer's "done": until then a peer may still read or write this rank's
-// tensor.
+// makes this rank raise too); then "done" to it, so that it may return.
+// Waits for every peer's "done": until then a peer may still read or write
+// this rank's tensor.
 void finish_blocks(Communicator::State& s, Waiter& w, int tag, AllReduceMessages& m, char* data, const Blocks& blocks,
                    int64_t es, std::string& error, const char* op) {
   std::vector<MPI_Request> reqs;
