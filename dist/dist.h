@@ -277,7 +277,9 @@ Work reduce_scatter_tensor_async(const TensorView& output, const TensorView& inp
 // Tensors of at most SCATTERX_DIST_ALLREDUCE_SMALL_BYTES (64 KiB) take the
 // latency path: on one host each rank folds every rank's copy out of the
 // shared segment, in rank order (no MPI message); between hosts recursive
-// doubling. Larger ones: a reduce-scatter ring, then an all-gather ring.
+// doubling. Larger ones on one host: each rank folds its block out of the
+// peers' tensors and writes it into theirs (single copy on); otherwise a
+// reduce-scatter ring, then an all-gather ring.
 void all_reduce(const TensorView& tensor, ReduceOp op, const Communicator& comm);
 Work all_reduce_async(const TensorView& tensor, ReduceOp op, const Communicator& comm);
 
