@@ -1,6 +1,7 @@
 // reduce_scatter and reduce_scatter_tensor (dist.h), sync and async: block
-// `rank` of every rank's contribution, reduced, by the host reduce-scatter
-// (ring.h) or the device ring (device.h).
+// `rank` of every rank's contribution, reduced, by the single-copy fold on
+// one host (single_copy.h), the host reduce-scatter (ring.h) or the device
+// ring (device.h).
 #include <string>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "dist/device.h"
 #include "dist/launch.h"
 #include "dist/ring.h"
+#include "dist/single_copy.h"
 #include "dist/staging.h"
 #include "ops/detail/checks.h"
 
@@ -20,10 +22,18 @@ void reduce_scatter_blocks(Communicator::State& s, Waiter& w, int tag, const Dev
                            char* out, const Blocks& blocks, DType dtype, ReduceOp reduce_op, const char* op) {
   const Reduce reduce = local_reduce(reduce_op);
   const int64_t count = mean_count(reduce_op, s.size);
-  if (route)
+  // Every rank on one host: each folds its block straight out of its peers'
+  // inputs (single_copy.h). Otherwise (several hosts, single copy off or not
+  // allowed, small blocks, blocks below 1 MiB in memory a peer cannot map)
+  // through the segment or the ring (ring.h).
+  if (route) {
     device_ring_reduce_scatter(s, w, tag, route, src, out, blocks, dtype, reduce, count, op);
-  else
-    host_reduce_scatter(s, w, tag, src, out, blocks, dtype, reduce, count, op);
+    return;
+  }
+  if (single_copy_for(s, w, blocks.length[0] * element_size(dtype), op) &&
+      single_copy_reduce_scatter(s, w, tag, src, out, blocks, dtype, reduce, count, op))
+    return;
+  host_reduce_scatter(s, w, tag, src, out, blocks, dtype, reduce, count, op);
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
-// The single-copy transport of the host all-gathers, all-to-alls and
-// broadcast when every rank of a communicator is on one host. A rank tells
-// each peer where (process id, address) the bytes meant for it lie; the peer
-// copies them straight out of this rank's memory into its output with
-// process_vm_readv (Linux cross-memory attach, CMA) and then says "done", so
-// that no rank returns (and lets its caller reuse the input) while a peer may
-// still read it. One copy per message, every rank reading its peers at once,
-// no ring steps, and two small messages per pair instead of MPI's rendezvous
-// handshake per message.
+// The single-copy transport of the host all-gathers, all-to-alls, broadcast,
+// all-reduce and reduce-scatter when every rank of a communicator is on one
+// host. A rank tells each peer where (process id, address) the bytes meant
+// for it lie; the peer copies them straight out of this rank's memory into
+// its output with process_vm_readv (Linux cross-memory attach, CMA) and then
+// says "done", so that no rank returns (and lets its caller reuse the input)
+// while a peer may still read it. One copy per message, every rank reading
+// its peers at once, no ring steps, and two small messages per pair instead
+// of MPI's rendezvous handshake per message.
 //
 // A message in scatterx's own tensor memory (tensors of 64 KiB to 8 MiB, see
 // ops/runtime/shareable_memory.h) is read through a mapping of the peer's
@@ -117,6 +117,21 @@ void single_copy_broadcast(Communicator::State& s, Waiter& w, int tag, char* buf
 // read it yourself, or could not fold: then every rank raises), "done".
 void single_copy_all_reduce(Communicator::State& s, Waiter& w, int tag, char* data, const Blocks& blocks, DType dtype,
                             Reduce reduce, int64_t mean_count, const char* op);
+
+// reduce_scatter of the contiguous `src` (block r of every rank's input is
+// rank r's) into `out`, every rank on one host and single_copy_ready. As the
+// all-reduce above, each rank folds its own block a piece at a time straight
+// out of its peers' inputs (own values first, then the peers' in rank
+// order), here into `out`, and writes nothing into its peers: each byte of
+// every other block is read once by the rank that owns it, with no copy into
+// a staging segment first. Three small messages per pair: records (a size
+// that differs raises MismatchError on every rank), the fold's note (could
+// not fold: every rank raises), "done". `out` must not overlap `src`.
+// Blocks below 1 MiB fold so only when every rank's input lies in shareable
+// memory; otherwise, having swapped only the records, every rank returns
+// false and the caller reduce-scatters another way.
+bool single_copy_reduce_scatter(Communicator::State& s, Waiter& w, int tag, const char* src, char* out,
+                                const Blocks& blocks, DType dtype, Reduce reduce, int64_t mean_count, const char* op);
 
 // The single-copy pairs of one exchange (single_copy_ready said yes). Every
 // request it posts is appended to `reqs` with its peer in `peers`, for the

@@ -45,8 +45,9 @@ enum class KnobKind {
     "all_reduce of at most this many bytes, and all-gathers of blocks and broadcasts of at most this many, take "   \
     "the latency path (shared-memory slots on one host; all_reduce: recursive doubling between hosts); 0 never")    \
   X(DistSingleCopy, "SCATTERX_DIST_SINGLE_COPY", Flag, "1", 0, 0, "", false,                                        \
-    "all-gathers, all-to-alls and broadcasts read large messages straight out of the peers' memory when every "     \
-    "rank is on one host (default of the single_copy option)")                                                      \
+    "all-gathers, all-to-alls and broadcasts read large messages straight out of the peers' memory, reduce-"        \
+    "scatters and all-reduces fold out of it and all-reduces write into it, when every rank is on one host "        \
+    "(default of the single_copy option)")                                                                          \
   X(DistBroadcastRootShare, "SCATTERX_DIST_BROADCAST_ROOT_SHARE", Choice, "auto", 0, 0, "auto|0|1", false,          \
     "single-copy broadcasts of 512 KiB or more: the root writes a share into every peer while they read the rest; " \
     "auto where a host has no more ranks than cores, 0 never, 1 always (agreed by the ranks)")                      \

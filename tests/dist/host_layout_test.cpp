@@ -74,8 +74,12 @@ TEST_F(HostLayoutTest, SharedMemoryOnlyWhenTheCommunicatorIsOnOneHost) {
   const bool shm_on = comm().options().shared_memory.value();
   auto expected = [&](const Communicator& c, bool one_host) { return shm_on && one_host && c.size() <= 8; };
 
-  // The whole world: the segment only if it is on one host.
-  const Communicator everyone = comm().split(0, rank());
+  // The whole world: the segment only if it is on one host. Single copy is
+  // off, since on one host it serves these reduce-scatters without the
+  // segment.
+  dist::CommunicatorOptions no_single_copy;
+  no_single_copy.single_copy = false;
+  const Communicator everyone = comm().split(0, rank(), no_single_copy);
   EXPECT_EQ(reduce_scatter_path(everyone), std::optional<bool>(expected(everyone, hosts.size() == 1)))
       << "world of " << ws() << " ranks on " << hosts.size() << " host(s)";
 
@@ -83,7 +87,7 @@ TEST_F(HostLayoutTest, SharedMemoryOnlyWhenTheCommunicatorIsOnOneHost) {
   // hosts (with one rank on a host there is no reduce-scatter to make).
   const int host =
       static_cast<int>(std::find(hosts.begin(), hosts.end(), names[static_cast<size_t>(rank())]) - hosts.begin());
-  const Communicator local = comm().split(host, rank());
+  const Communicator local = comm().split(host, rank(), no_single_copy);
   if (local.size() > 1) {
     EXPECT_EQ(reduce_scatter_path(local), std::optional<bool>(expected(local, true)))
         << local.size() << " ranks of host " << names[static_cast<size_t>(rank())];

@@ -1,8 +1,9 @@
 // The single-copy transport (dist/single_copy.h): every collective it serves
 // (all_gather_into_tensor, all_gather, all_to_all_single, all_to_all_v,
-// all_to_all, broadcast) run on two communicators, one with single_copy on
-// and one with it off, each result checked against its closed form (values
-// made from rank and position). Message sizes sit around the switch point
+// all_to_all, broadcast, all_reduce, reduce_scatter_tensor, reduce_scatter)
+// run on two communicators, one with single_copy on and one with it off,
+// each result checked against its closed form (values made from rank and
+// position). Message sizes sit around the switch point
 // (kSingleCopyMinBytes = 64 KiB), so that one call mixes pairs of both kinds;
 // also odd and zero splits, strided views, in place, async.
 #include <gtest/gtest.h>
@@ -10,10 +11,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/runtime/knobs.h"
@@ -353,50 +356,115 @@ TEST_F(SingleCopyTest, AllReduceInSharedAndForeignMemory) {
   });
 }
 
+// reduce_scatter_tensor and reduce_scatter with blocks from 64 KiB: each
+// rank folds its block straight out of its peers' inputs into its output,
+// wherever the inputs lie: in shareable memory (mapped), in memory scatterx
+// did not allocate (process_vm_readv), or both across the ranks. With
+// single copy off: the segment's path. Every op, blocks around the switch
+// point and past the arena's 8 MiB (sums only, as above), each against the
+// closed form.
+TEST_F(SingleCopyTest, ReduceScatterInSharedAndForeignMemory) {
+  both_paths([&](const Communicator& c, bool on) {
+    for (ReduceOp op : all_reduce_ops()) {
+      for (DType dtype : {DType::Float32, DType::Int64, DType::BFloat16}) {
+        if (!reduce_supported(op, dtype)) continue;
+        const int64_t es = scatterx::element_size(dtype);
+        for (int64_t n : {kSwitch / es - 1, kSwitch / es + 3, int64_t{100003}, (int64_t{12} << 20) / 8 / ws() + 5}) {
+          if (n > 100003 && (op != ReduceOp::Sum || dtype != DType::Int64)) continue;
+          const int64_t total = ws() * n;
+          auto input = [&](int64_t i) { return reduce_input(op, dtype, rank(), i); };
+          auto expected = [&](int64_t i) { return reduce_expected(op, dtype, iota_ranks(ws()), rank() * n + i); };
+          const std::string what = op_label(op) + " " + std::string(scatterx::dtype_name(dtype)) +
+                                   " n=" + std::to_string(n) + " single_copy=" + std::to_string(on);
+          Tensor shared_in = make({total}, dtype, input);
+          Tensor out = Tensor::zeros({n}, dtype);
+          dist::reduce_scatter_tensor(out, shared_in, op, c);
+          EXPECT_TRUE(holds(out, expected)) << what;
+          std::vector<char> foreign(static_cast<size_t>(total * es));
+          TensorView foreign_in(foreign.data(), dtype, {total});
+          fill(foreign_in, input);
+          std::vector<char> foreign_out(static_cast<size_t>(n * es));
+          TensorView elsewhere(foreign_out.data(), dtype, {n});
+          dist::reduce_scatter_tensor(elsewhere, foreign_in, op, c);
+          EXPECT_TRUE(holds(elsewhere, expected)) << what << " (every rank's memory foreign)";
+          fill(out, [](int64_t) { return V{0}; });
+          dist::reduce_scatter_tensor(out, rank() == ws() - 1 ? foreign_in : TensorView(shared_in), op, c);
+          EXPECT_TRUE(holds(out, expected)) << what << " (the last rank's input foreign)";
+          if (n > kSwitch) continue;  // the list form packs its inputs first: one size suffices
+          std::vector<Tensor> list;
+          std::vector<TensorView> views;
+          for (int r = 0; r < ws(); ++r) {
+            list.push_back(make({n}, dtype, [&](int64_t i) { return input(r * n + i); }));
+            views.emplace_back(list.back());
+          }
+          fill(out, [](int64_t) { return V{0}; });
+          dist::reduce_scatter(out, views, op, c);
+          EXPECT_TRUE(holds(out, expected)) << what << " (reduce_scatter of a list)";
+        }
+      }
+    }
+  });
+}
+
 // A rank whose peers cannot read its tensor (here: every block but its own
 // behind PROT_NONE, which a peer's process_vm_readv finds unreadable and its
 // process_vm_writev unwritable): the peers cannot fold their blocks, and
-// every rank raises instead of returning a wrong sum or waiting; the
-// communicator works afterwards.
-TEST_F(SingleCopyTest, AllReduceRaisesEverywhereWhenAPeerCannotBeRead) {
+// every rank raises instead of returning a wrong result or waiting, in the
+// all-reduce and in the reduce-scatter (whose input it is); the communicator
+// works afterwards.
+TEST_F(SingleCopyTest, ReducesRaiseEverywhereWhenAPeerCannotBeRead) {
   SXD_REQUIRE_WS2();
   if (scatterx::detail::knob_choice(scatterx::detail::Knob::DistEmulateDevice) != "off")
     GTEST_SKIP() << "the emulated device's runs take the device paths";
   const Communicator c = with_single_copy(true);
   const int64_t page = sysconf(_SC_PAGESIZE);
-  const int64_t block = 16 * page;  // bytes per rank: blocks fall on page boundaries
+  // Bytes per rank: blocks fall on page boundaries, and are large enough
+  // (1 MiB) that the reduce-scatter folds them out of foreign memory.
+  const int64_t block = std::max<int64_t>(page, int64_t{1} << 20);
   const int64_t n = ws() * block / 4;
   void* mem =
       mmap(nullptr, static_cast<size_t>(ws() * block), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(mem, MAP_FAILED);
   TensorView t(mem, DType::Int32, {n});
+  Tensor out = Tensor::zeros({n / ws()}, DType::Int32);
   fill(t, [&](int64_t i) { return value(rank(), i); });
   dist::all_reduce(t, ReduceOp::Sum, c);  // settles the path
   if (!c.single_copy_path().value_or(false)) {
     munmap(mem, static_cast<size_t>(ws() * block));
     GTEST_SKIP() << "single copy not available here";
   }
-  char* bytes = static_cast<char*>(mem);
-  const size_t others = static_cast<size_t>((ws() - 1) * block);
-  if (rank() == 0) {
-    ASSERT_EQ(mprotect(bytes + block, others, PROT_NONE), 0);
-  }
-  const std::string msg = error_message<scatterx::Error>([&] { dist::all_reduce(t, ReduceOp::Sum, c); });
-  if (rank() == 0) {
-    EXPECT_TRUE(mentions(msg, {"all_reduce", "reduced block", "could not fold"})) << msg;
-  } else {
-    EXPECT_TRUE(mentions(msg, {"all_reduce", "reading rank 0", "failed"})) << msg;
-  }
-  if (rank() == 0) {
-    ASSERT_EQ(mprotect(bytes + block, others, PROT_READ | PROT_WRITE), 0);
-  }
-  fill(t, [&](int64_t i) { return value(rank(), i); });
-  dist::all_reduce(t, ReduceOp::Sum, c);
-  EXPECT_TRUE(holds(t, [&](int64_t i) {
+  auto sum_of_values = [&](int64_t i) {
     double sum = 0;
     for (int r = 0; r < ws(); ++r) sum += value(r, i).re;
     return V{sum};
-  }));
+  };
+  const std::vector<std::pair<std::string, std::function<void()>>> reduces = {
+      {"all_reduce", [&] { dist::all_reduce(t, ReduceOp::Sum, c); }},
+      {"reduce_scatter_tensor", [&] { dist::reduce_scatter_tensor(out, t, ReduceOp::Sum, c); }},
+  };
+  char* bytes = static_cast<char*>(mem);
+  const size_t others = static_cast<size_t>((ws() - 1) * block);
+  for (const auto& [name, run] : reduces) {
+    if (rank() == 0) {
+      ASSERT_EQ(mprotect(bytes + block, others, PROT_NONE), 0);
+    }
+    const std::string msg = error_message<scatterx::Error>(run);
+    if (rank() == 0) {
+      EXPECT_TRUE(mentions(msg, {name, "reduced block", "could not fold"})) << msg;
+    } else {
+      EXPECT_TRUE(mentions(msg, {name, "reading rank 0", "failed"})) << msg;
+    }
+    if (rank() == 0) {
+      ASSERT_EQ(mprotect(bytes + block, others, PROT_READ | PROT_WRITE), 0);
+    }
+    fill(t, [&](int64_t i) { return value(rank(), i); });
+    run();
+    if (name == "all_reduce") {
+      EXPECT_TRUE(holds(t, sum_of_values)) << name;
+    } else {
+      EXPECT_TRUE(holds(out, [&](int64_t i) { return sum_of_values(rank() * out.numel() + i); })) << name;
+    }
+  }
   munmap(mem, static_cast<size_t>(ws() * block));
 }
 
