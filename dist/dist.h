@@ -170,7 +170,8 @@ struct CommunicatorOptions {
   // one host (SCATTERX_DIST_SHM, default on).
   std::optional<bool> shared_memory;
   // All-gathers, all-to-alls and broadcasts copy large messages straight out
-  // of the peers' memory (process_vm_readv) when every rank is on one host
+  // of the peers' memory (process_vm_readv), and reduce-scatters and
+  // all-reduces fold their blocks out of it, when every rank is on one host
   // and the system allows it (SCATTERX_DIST_SINGLE_COPY, default on).
   std::optional<bool> single_copy;
 };
@@ -219,10 +220,11 @@ class Communicator {
   void set_checks(bool enabled);
   bool checks() const;
 
-  // Which path this communicator's reduce-scatters take (and all_reduce's
-  // first half): true through the shared-memory segment, false through the
-  // point-to-point ring (MPI messages: the path between hosts). Decided, alike
-  // on every rank, by the first reduce-scatter with blocks of 64 KiB or more
+  // Which path this communicator's reduce-scatters take where single copy
+  // does not serve them (and so all_reduce's first half): true through the
+  // shared-memory segment, false through the point-to-point ring (MPI
+  // messages: the path between hosts). Decided, alike on every rank, by the
+  // first reduce-scatter with blocks of 64 KiB or more
   // or the first all_reduce on the latency path (see all_reduce);
   // true only if shared_memory is on, there are at most 8 ranks and MPI puts
   // them all on one host (MPI_COMM_TYPE_SHARED), so a communicator spanning
@@ -231,8 +233,10 @@ class Communicator {
   // between collectives: it reads what the last one decided.
   std::optional<bool> shared_memory_path() const;
 
-  // Which path this communicator's host all-gathers, all-to-alls and
-  // broadcasts take for messages of 64 KiB or more: true when every rank
+  // Which path this communicator's host all-gathers, all-to-alls,
+  // broadcasts, all-reduces and reduce-scatters take for messages of 64 KiB
+  // or more (reduce-scatters of blocks below 1 MiB in memory a peer cannot
+  // map take the segment all the same): true when every rank
   // reads its peers' memory directly (single_copy on, every rank on one host
   // by host name, and process_vm_readv allowed between them), false through
   // MPI messages. Decided, alike on every rank, by the first all-to-all, or
@@ -267,8 +271,10 @@ Work reduce_scatter_async(const TensorView& output, const std::vector<TensorView
                           const Communicator& comm);
 
 // input is [ws * n, ...] (or [ws, n, ...]); output = op over ranks of their
-// block `rank` of input. A pipelined ring: the reduction of one chunk
-// overlaps the transfer of the next.
+// block `rank` of input. On one host each rank folds its block out of its
+// peers' inputs (single copy) or out of the shared segment; between hosts a
+// pipelined ring, where the reduction of one chunk overlaps the transfer of
+// the next. output must not overlap input.
 void reduce_scatter_tensor(const TensorView& output, const TensorView& input, ReduceOp op, const Communicator& comm);
 Work reduce_scatter_tensor_async(const TensorView& output, const TensorView& input, ReduceOp op,
                                  const Communicator& comm);
