@@ -137,11 +137,17 @@ fi
 run=(env -u SCATTERX_DIST_SHM OMP_NUM_THREADS=1 SCATTERX_DIST_TIMEOUT=60)
 # Every collective family in two dtypes (the whole suite is about 2 minutes
 # on 2 x 1 alone on a 2-core machine, dominated by the dtype sweeps), without
-# the tests that wait out a timeout.
+# the tests that wait out a timeout, and without AsyncTest.CompletesWithoutWait:
+# over Open MPI 4.1's TCP transport a rendezvous message (above its 64 KiB
+# eager limit) sent from scatterx's progress thread, while the calling thread
+# makes no MPI call, stalls for 30 s and more in 2 of 8 runs here, and in none
+# of 8 with btl_tcp_eager_limit and btl_tcp_rndv_eager_limit at 1 MiB (README,
+# "Async collectives over TCP"). The test keeps its place in every
+# single-host run.
 filter='HostLayoutTest.*:CommunicatorTest.WorldRankAndSize:All/*Test.*/Float32_*:All/*Test.*/Int64_*'
 filter+=':AllDTypes/*.*/Float32:AllDTypes/*.*/BFloat16:Float32/LargeReduceTest.*:AllToAllLargeTest.*'
 filter+=':AllReduceMiscTest.*:P2PTest.*:RootedTest.*:AsyncTest.*:Cases/MoeTest.*:InteropTest.*'
-filter+='-AsyncTest.DroppedRightAfterWaitReleasesItsThread:P2PTest.MonitoredBarrier*'
+filter+='-AsyncTest.DroppedRightAfterWaitReleasesItsThread:AsyncTest.CompletesWithoutWait:P2PTest.MonitoredBarrier*'
 limit=(timeout 300)
 cd "$SCATTERX_ROOT" || exit 1
 for layout in "2 1" "2 2"; do
