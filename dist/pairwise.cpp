@@ -11,7 +11,9 @@ namespace scatterx::dist {
 // Peers are visited starting from the right neighbour so that not every
 // rank hits rank 0 first. A pair whose message is large enough goes by
 // single copy on one host (single_copy.h), the others as MPI messages;
-// both ends of a pair pick the same way.
+// both ends of a pair pick the same way, except for mid-sized messages,
+// where the sender picks by where its bytes lie and the receiver takes
+// either.
 void exchange_pairwise(Communicator::State& s, Waiter& w, int tag, const std::vector<const char*>& send,
                        const std::vector<int64_t>& send_bytes, const std::vector<char*>& recv,
                        const std::vector<int64_t>& recv_bytes, const char* op, const char* what) {
@@ -25,6 +27,8 @@ void exchange_pairwise(Communicator::State& s, Waiter& w, int tag, const std::ve
     const size_t from = static_cast<size_t>(mod(r - i, ws));
     if (by_single_copy(s, recv_bytes[from]))
       single.expect(static_cast<int>(from), recv[from], recv_bytes[from]);
+    else if (by_single_copy_if_shareable(s, recv_bytes[from]))
+      single.expect_either(static_cast<int>(from), recv[from], recv_bytes[from]);
     else if (recv_bytes[from] > 0)
       post_recv(recv[from], recv_bytes[from], static_cast<int>(from), tag, s.comm, reqs, op);
     peers.resize(reqs.size(), static_cast<int>(from));
@@ -33,6 +37,8 @@ void exchange_pairwise(Communicator::State& s, Waiter& w, int tag, const std::ve
     const size_t to = static_cast<size_t>(mod(r + i, ws));
     if (by_single_copy(s, send_bytes[to]))
       single.offer(static_cast<int>(to), send[to], send_bytes[to]);
+    else if (by_single_copy_if_shareable(s, send_bytes[to]))
+      single.offer_or_send(static_cast<int>(to), send[to], send_bytes[to]);
     else if (send_bytes[to] > 0)
       post_send(send[to], send_bytes[to], static_cast<int>(to), tag, s.comm, reqs, op);
     peers.resize(reqs.size(), static_cast<int>(to));

@@ -14,7 +14,8 @@ namespace scatterx::dist {
 // send_bytes[p] from send[p] to rank p, recv_bytes[p] into recv[p] from rank
 // p (this rank's own share is copied). Empty shares send nothing. Shares of
 // kSingleCopyMinBytes or more go by single copy when every rank is on one
-// host (single_copy.h); the first call is collective for that verdict, so
+// host (single_copy.h), and from kPairSingleCopyMinBytes those that lie in
+// shareable memory do too; the first call is collective for that verdict, so
 // every rank must call it (with its shares, empty or not). `what` names the
 // messages in a timeout's error.
 void exchange_pairwise(Communicator::State& s, Waiter& w, int tag, const std::vector<const char*>& send,

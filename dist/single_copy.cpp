@@ -173,16 +173,23 @@ std::string single_copy_write(const SingleCopyRecord& r, int64_t at, const char*
 }
 
 void on_each_arrival(Waiter& w, std::vector<MPI_Request>& pending, const std::function<void(int)>& arrived,
-                     std::vector<MPI_Request>& reqs, std::vector<int>& peers, const char* op) {
+                     std::vector<MPI_Request>& reqs, std::vector<int>& peers, const char* op,
+                     std::vector<int64_t>* arrived_bytes) {
   size_t left = 0;
   for (MPI_Request r : pending) left += r != MPI_REQUEST_NULL;
   const bool all = w.poll_until_deadline([&] {
     for (size_t p = 0; p < pending.size(); ++p) {
       if (pending[p] == MPI_REQUEST_NULL) continue;
       int done = 0;
-      check_mpi(MPI_Test(&pending[p], &done, MPI_STATUS_IGNORE), op, "MPI_Test");
+      MPI_Status status;
+      check_mpi(MPI_Test(&pending[p], &done, &status), op, "MPI_Test");
       if (!done) continue;
       --left;
+      if (arrived_bytes != nullptr) {
+        MPI_Count count = 0;
+        check_mpi(MPI_Get_elements_x(&status, MPI_BYTE, &count), op, "MPI_Get_elements_x");
+        (*arrived_bytes)[p] = static_cast<int64_t>(count);
+      }
       arrived(static_cast<int>(p));
     }
     return left == 0;
@@ -217,7 +224,8 @@ SingleCopyExchange::SingleCopyExchange(Communicator::State& s, int tag, const ch
       reqs_(reqs),
       peers_(peers),
       incoming_(static_cast<size_t>(s.size)),
-      records_(static_cast<size_t>(s.size), MPI_REQUEST_NULL) {
+      records_(static_cast<size_t>(s.size), MPI_REQUEST_NULL),
+      arrived_bytes_(static_cast<size_t>(s.size), 0) {
   offered_.reserve(static_cast<size_t>(s.size));
 }
 
@@ -238,11 +246,42 @@ void SingleCopyExchange::expect(int p, char* into, int64_t bytes) {
       op_, "MPI_Irecv");
 }
 
+void SingleCopyExchange::offer_or_send(int p, const char* data, int64_t bytes) {
+  if (single_copy_view(single_copy_record(data, bytes), 0, bytes) != nullptr) {
+    offer(p, data, bytes);
+  } else {
+    post_send(data, bytes, p, tag_, s_.comm, reqs_, op_);
+    peers_.resize(reqs_.size(), p);
+  }
+}
+
+void SingleCopyExchange::expect_either(int p, char* into, int64_t bytes) {
+  Incoming& in = incoming_[static_cast<size_t>(p)];
+  in.into = into;
+  in.bytes = bytes;
+  in.either = true;
+  // A record is far smaller than any message sent this way
+  // (kPairSingleCopyMinBytes), so its size tells the two apart.
+  check_mpi(MPI_Irecv(into, static_cast<int>(bytes), MPI_BYTE, p, tag_, s_.comm, &records_[static_cast<size_t>(p)]),
+            op_, "MPI_Irecv");
+}
+
 void SingleCopyExchange::read_all(Waiter& w) {
   on_each_arrival(
       w, records_,
       [&](int p) {
-        const Incoming& in = incoming_[static_cast<size_t>(p)];
+        Incoming& in = incoming_[static_cast<size_t>(p)];
+        if (in.either) {
+          if (arrived_bytes_[static_cast<size_t>(p)] != static_cast<int64_t>(sizeof(SingleCopyRecord))) {
+            if (arrived_bytes_[static_cast<size_t>(p)] != in.bytes && error_.empty()) {
+              error_ = detail::concat(op_, ": rank ", p, " sends ", arrived_bytes_[static_cast<size_t>(p)],
+                                      " bytes to rank ", s_.rank, ", which expects ", in.bytes);
+              mismatch_ = true;
+            }
+            return;  // the bytes themselves: no "done" is awaited
+          }
+          std::memcpy(&in.record, in.into, sizeof(SingleCopyRecord));
+        }
         if (in.record.bytes != in.bytes) {
           if (error_.empty())
             error_ = detail::concat(op_, ": rank ", p, " sends ", in.record.bytes, " bytes to rank ", s_.rank,
@@ -257,7 +296,7 @@ void SingleCopyExchange::read_all(Waiter& w) {
         post_send(&note_, 0, p, tag_ + kShmFreeTagOffset, s_.comm, reqs_, op_);
         peers_.resize(reqs_.size(), p);
       },
-      reqs_, peers_, op_);
+      reqs_, peers_, op_, &arrived_bytes_);
 }
 
 void SingleCopyExchange::raise_if_failed() const {

@@ -26,10 +26,21 @@
 
 namespace scatterx::dist {
 
-// Messages below this go through MPI (eager: two copies through Open MPI's
-// shared-memory FIFO), which is as fast there as the record / read / done
+// All-gathers, broadcasts and reduces of messages below this go another way
+// (MPI messages, eager: two copies through Open MPI's shared-memory FIFO, or
+// the segment's slots), which is as fast there as the record / read / done
 // round trip (bench/RESULTS.md, "single-copy collectives").
 constexpr int64_t kSingleCopyMinBytes = int64_t{64} << 10;
+
+// An all-to-all's message of this size, up to kSingleCopyMinBytes, goes by
+// single copy when it lies in shareable memory (its reader maps it and
+// copies with memcpy), and as an MPI message otherwise: the receiver takes
+// whichever comes (SingleCopyExchange::expect_either). With 4 ranks on 2
+// cores, 256 KiB in all, scatterx's own tensors took 44 us against 58 us as
+// MPI messages; numpy's and torch's, read by process_vm_readv, were up to 40%
+// slower than MPI's messages (bench/RESULTS.md, "all-to-all pairs of 16-64
+// KiB by single copy from shareable memory").
+constexpr int64_t kPairSingleCopyMinBytes = int64_t{16} << 10;
 
 // Whether this communicator's ranks read each other's memory: the option is
 // on (CommunicatorOptions::single_copy), every rank is on one host (by host
@@ -47,10 +58,17 @@ inline bool single_copy_for(Communicator::State& s, Waiter& w, int64_t bytes, co
   return s.size > 1 && bytes >= kSingleCopyMinBytes && single_copy_ready(s, w, op);
 }
 
-// Whether a message of `bytes` goes by single copy. Both ends of a pair
-// decide alike: they agree on the message's size and on the verdict.
+// Whether a pair's message of `bytes` goes by single copy. Both ends of a
+// pair decide alike: they agree on the message's size and on the verdict.
 inline bool by_single_copy(const Communicator::State& s, int64_t bytes) {
   return s.single_copy_state > 0 && bytes >= kSingleCopyMinBytes;
+}
+
+// Whether a pair's message of `bytes` goes by single copy if it lies in
+// shareable memory and as an MPI message if not (the sender's choice; the
+// receiver takes either).
+inline bool by_single_copy_if_shareable(const Communicator::State& s, int64_t bytes) {
+  return s.single_copy_state > 0 && bytes >= kPairSingleCopyMinBytes && bytes < kSingleCopyMinBytes;
 }
 
 // Where a message's bytes lie: at `address` in process `pid`, and, when they
@@ -85,8 +103,11 @@ std::string single_copy_write(const SingleCopyRecord& r, int64_t at, const char*
 // and calls arrived(p) once for each that completes, until all have or the
 // deadline passed; those still pending then move to `reqs` with their peers
 // in `peers`, so that the caller's wait_all names the ranks that had not come.
+// With `arrived_bytes`, the size of each receive that completed is stored
+// there, by peer, before arrived(p) is called.
 void on_each_arrival(Waiter& w, std::vector<MPI_Request>& pending, const std::function<void(int)>& arrived,
-                     std::vector<MPI_Request>& reqs, std::vector<int>& peers, const char* op);
+                     std::vector<MPI_Request>& reqs, std::vector<int>& peers, const char* op,
+                     std::vector<int64_t>* arrived_bytes = nullptr);
 
 // Broadcasts from this size on, when there are no more ranks than cores
 // (SCATTERX_DIST_BROADCAST_ROOT_SHARE), go by single_copy_broadcast: the
@@ -147,6 +168,12 @@ class SingleCopyExchange {
   void offer(int p, const char* data, int64_t bytes);
   // From peer p (once per exchange): `bytes` into `into`, read by read_all.
   void expect(int p, char* into, int64_t bytes);
+  // To peer p: offer() if `bytes` at `data` lie in shareable memory, else
+  // the bytes themselves as an MPI message.
+  void offer_or_send(int p, const char* data, int64_t bytes);
+  // From peer p, which calls offer_or_send: `bytes` (at least a record's)
+  // into `into`, as a message of them or as a record that read_all reads.
+  void expect_either(int p, char* into, int64_t bytes);
   // Reads each expected peer's bytes as its record arrives and tells it
   // "done". Past the deadline it returns with the records still missing
   // left in the caller's requests (whose wait then names those ranks).
@@ -159,6 +186,7 @@ class SingleCopyExchange {
   struct Incoming {
     char* into = nullptr;
     int64_t bytes = 0;
+    bool either = false;  // expect_either: the record, if one came, lies at `into`
     SingleCopyRecord record;
   };
   Communicator::State& s_;
@@ -169,6 +197,7 @@ class SingleCopyExchange {
   std::vector<SingleCopyRecord> offered_;  // reserved for every peer: stable addresses
   std::vector<Incoming> incoming_;         // by peer, sized once: likewise
   std::vector<MPI_Request> records_;       // by peer: the receive of its record, if expected
+  std::vector<int64_t> arrived_bytes_;     // by peer: the size of what that receive got
   char note_ = 0;
   std::string error_;
   bool mismatch_ = false;

@@ -27,7 +27,8 @@ namespace {
 
 namespace dist = scatterx::dist;
 
-constexpr int64_t kSwitch = int64_t{64} << 10;  // dist/single_copy.h's kSingleCopyMinBytes
+constexpr int64_t kSwitch = int64_t{64} << 10;      // dist/single_copy.h's kSingleCopyMinBytes
+constexpr int64_t kPairSwitch = int64_t{16} << 10;  // and kPairSingleCopyMinBytes (the all-to-alls')
 
 // Int32 elements per message around the switch point, and a large one.
 const std::vector<int64_t>& message_elements() {
@@ -118,9 +119,10 @@ TEST_F(SingleCopyTest, AllGatherListStrided) {
 }
 
 // Rows (of 16 int32, 64 bytes) rank r sends to rank p: 0, below, at and above
-// the switch point, and large, in a pattern where each rank mixes kinds.
+// the all-to-alls' switch point, and large, in a pattern where each rank
+// mixes kinds.
 int64_t rows_sent(int r, int p) {
-  static const int64_t kinds[] = {0, kSwitch / 64 - 1, kSwitch / 64, 3 * kSwitch / 64 + 7, 1};
+  static const int64_t kinds[] = {0, kPairSwitch / 64 - 1, kPairSwitch / 64, 3 * kSwitch / 64 + 7, 1};
   return kinds[(r * 3 + p * 2 + 1) % 5];
 }
 constexpr int64_t kRowLen = 16;
@@ -172,6 +174,52 @@ TEST_F(SingleCopyTest, AllToAllSingleAndVOddSplits) {
     const dist::AllToAllVResult none = dist::all_to_all_v(Tensor::zeros({0, kRowLen}, DType::Int32),
                                                           std::vector<int64_t>(static_cast<size_t>(ws()), 0), c);
     EXPECT_EQ(none.output.size(0), 0);
+  });
+}
+
+// Pairs of 16 to 64 KiB (kPairSwitch to kSwitch): each goes by single copy
+// when the sender's bytes lie in shareable memory and as an MPI message when
+// they do not, and the receiver takes either. Inputs in scatterx's tensors
+// (shareable from 64 KiB), in a vector's memory, and mixed across the ranks.
+TEST_F(SingleCopyTest, AllToAllMidSizedPairs) {
+  both_paths([&](const Communicator& c, bool on) {
+    auto rows = [](int r, int p) -> int64_t { return (r + p) % 2 == 0 ? 1000 : 300; };  // 64000 / 19200 bytes
+    std::vector<int64_t> send, recv;
+    std::vector<int64_t> first{0};
+    for (int p = 0; p < ws(); ++p) {
+      send.push_back(rows(rank(), p));
+      recv.push_back(rows(p, rank()));
+      first.push_back(first.back() + send.back());
+    }
+    auto input = [&](int64_t i) {
+      const int64_t row = i / kRowLen;
+      int p = 0;
+      while (row >= first[static_cast<size_t>(p) + 1]) ++p;
+      return sent_value(rank(), p, row - first[static_cast<size_t>(p)], i % kRowLen);
+    };
+    auto expected = [&](int64_t i) {
+      int64_t row = i / kRowLen;
+      int q = 0;
+      while (row >= rows(q, rank())) row -= rows(q++, rank());
+      return sent_value(q, rank(), row, i % kRowLen);
+    };
+    const int64_t in_rows = first.back();
+    const int64_t out_rows = std::accumulate(recv.begin(), recv.end(), int64_t{0});
+    Tensor shared_in = make({in_rows, kRowLen}, DType::Int32, input);
+    std::vector<int32_t> foreign(static_cast<size_t>(in_rows * kRowLen));
+    TensorView foreign_in(foreign.data(), DType::Int32, {in_rows, kRowLen});
+    fill(foreign_in, input);
+    for (int kind = 0; kind < 3; ++kind) {
+      const bool foreign_here = kind == 1 || (kind == 2 && rank() == ws() - 1);
+      const TensorView in = foreign_here ? foreign_in : TensorView(shared_in);
+      Tensor out = Tensor::zeros({out_rows, kRowLen}, DType::Int32);
+      dist::all_to_all_single(out, in, recv, send, c);
+      EXPECT_TRUE(holds(out, expected)) << "inputs "
+                                        << (kind == 0   ? "shareable"
+                                            : kind == 1 ? "foreign"
+                                                        : "mixed")
+                                        << ", single_copy=" << on;
+    }
   });
 }
 
