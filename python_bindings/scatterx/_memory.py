@@ -7,7 +7,8 @@ in: on a VM the kernel's first touch of fresh pages can cost more than the op th
 scatterx's CPU tensors of 64 KiB to 8 MiB also live in memory the other ranks on the host can map
 (``SCATTERX_SHAREABLE_HOST_BYTES``, 256 MiB by default): ``scatterx.distributed`` copies a peer's message out of
 such a tensor with a memcpy, where a numpy or torch buffer costs a copy through the kernel at about 60% of that
-speed (its all-reduce folds out of the peers' tensors wherever they lie, mapped or through the kernel).
+speed (its all-reduce and reduce-scatter fold out of the peers' tensors wherever they lie, mapped or through the
+kernel; an all-to-all's messages of 16 to 64 KiB are read straight out of a peer only from such a tensor).
 :func:`empty` hands that memory out as numpy arrays or torch tensors, as NCCL's ``ncclMemAlloc``
 hands out the device buffers its zero-copy paths need.
 """
