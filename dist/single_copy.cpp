@@ -247,7 +247,10 @@ void SingleCopyExchange::expect(int p, char* into, int64_t bytes) {
 }
 
 void SingleCopyExchange::offer_or_send(int p, const char* data, int64_t bytes) {
-  if (single_copy_view(single_copy_record(data, bytes), 0, bytes) != nullptr) {
+  // Where the bytes lie decides, not whether a reader could map them: the
+  // reader falls back to process_vm_readv if its mapping fails.
+  detail::ShareableRegion region;
+  if (detail::shareable_region(data, static_cast<size_t>(bytes), &region)) {
     offer(p, data, bytes);
   } else {
     post_send(data, bytes, p, tag_, s_.comm, reqs_, op_);
@@ -271,28 +274,23 @@ void SingleCopyExchange::read_all(Waiter& w) {
       w, records_,
       [&](int p) {
         Incoming& in = incoming_[static_cast<size_t>(p)];
-        if (in.either) {
-          if (arrived_bytes_[static_cast<size_t>(p)] != static_cast<int64_t>(sizeof(SingleCopyRecord))) {
-            if (arrived_bytes_[static_cast<size_t>(p)] != in.bytes && error_.empty()) {
-              error_ = detail::concat(op_, ": rank ", p, " sends ", arrived_bytes_[static_cast<size_t>(p)],
-                                      " bytes to rank ", s_.rank, ", which expects ", in.bytes);
-              mismatch_ = true;
-            }
-            return;  // the bytes themselves: no "done" is awaited
-          }
-          std::memcpy(&in.record, in.into, sizeof(SingleCopyRecord));
-        }
-        if (in.record.bytes != in.bytes) {
+        // From offer_or_send: the bytes themselves came unless a record did.
+        const int64_t arrived = arrived_bytes_[static_cast<size_t>(p)];
+        const bool bytes_came = in.either && arrived != static_cast<int64_t>(sizeof(SingleCopyRecord));
+        if (in.either && !bytes_came) std::memcpy(&in.record, in.into, sizeof(SingleCopyRecord));
+        const int64_t sent = bytes_came ? arrived : in.record.bytes;
+        if (sent != in.bytes) {
           if (error_.empty())
-            error_ = detail::concat(op_, ": rank ", p, " sends ", in.record.bytes, " bytes to rank ", s_.rank,
-                                    ", which expects ", in.bytes);
+            error_ = detail::concat(op_, ": rank ", p, " sends ", sent, " bytes to rank ", s_.rank, ", which expects ",
+                                    in.bytes);
           mismatch_ = true;
-        } else {
+        } else if (!bytes_came) {
           const std::string why = single_copy_read(in.record, 0, in.into, in.bytes);
           if (!why.empty() && error_.empty())
             error_ = detail::concat(op_, ": reading ", in.bytes, " bytes out of rank ", p,
                                     " (process_vm_readv) failed: ", why);
         }
+        if (bytes_came) return;  // no "done" is awaited for them
         post_send(&note_, 0, p, tag_ + kShmFreeTagOffset, s_.comm, reqs_, op_);
         peers_.resize(reqs_.size(), p);
       },
