@@ -36,12 +36,19 @@ busbw at the medians.
 
 Method: per op and size, --warmup untimed calls of each, then they alternate (scatterx, gloo, ...) for
 --iters timed calls each (default 20 * sqrt(64 MiB / size), clamped to [20, 200]). With --timing call (the
-default) a gloo barrier precedes every timed call and each call is a sample; with --timing loop (nccl-tests'
-method) a gloo barrier precedes --batch calls back to back and their mean time is a sample (iters / batch
+default) a barrier precedes every timed call and each call is a sample; with --timing loop (nccl-tests'
+method) a barrier precedes --batch calls back to back and their mean time is a sample (iters / batch
 samples, at least 5). A sample's time is the slowest rank's (gloo all_reduce MAX of the per-rank times at the
-end); p50 and p99 over the samples. A rank leaves gloo's barrier when the scheduler wakes it, and the call's
-time on the first rank out includes the wait for the last: with more ranks than cores that skew is hundreds
-of microseconds (a 1 KiB call's time shows it), paid once per call by --timing call, once per batch by loop.
+end); p50 and p99 over the samples. The barrier is the same for both libraries: scatterx's by default
+(--barrier gloo: gloo's). A rank leaves a barrier when the scheduler runs it, and the call's time on the
+first rank out includes the wait for the last. gloo's barrier leaves its ranks asleep in socket waits, and
+with more ranks than cores waking them costs the next call, whichever library's, hundreds of microseconds
+(4 ranks on 2 vCPUs, a 1 KiB broadcast: 800-1100 us after gloo's barrier, 250-600 us after scatterx's, whose
+waiting ranks stay awake, for both libraries; bench/RESULTS.md, "whose barrier"); --timing call pays it once
+per call, loop once per batch.
+Where every rank is on one host, whose clock they share, each sample is also split in two: the skew (from the
+first rank's start to the last's) and the settled time (from the last rank's start to the last rank's end,
+per call), which is what the collective itself took once every rank had come; a second table shows both.
 "other CPU": the share of the machine that other processes used while the op and
 size ran (/proc/stat, minus the ranks' own CPU time); above --noisy the block is run again (--retries times at
 most, after waiting up to 30 s for a quiet second) and the quietest attempt is kept.
@@ -60,6 +67,7 @@ import os
 import platform
 import sys
 import time
+import zlib
 
 from .machine import cpu_model
 from .progress import Progress
@@ -130,6 +138,8 @@ def main(argv=None, progress: bool = False) -> int:
     ap.add_argument("--timing", choices=["call", "loop"], default="call",
                     help="call: a barrier before each timed call; loop: --batch calls back to back per barrier")
     ap.add_argument("--batch", type=int, default=10, help="calls per sample with --timing loop (default 10)")
+    ap.add_argument("--barrier", choices=["scatterx", "gloo"], default="scatterx",
+                    help="whose barrier precedes each sample, for both libraries (default scatterx)")
     ap.add_argument("--retries", type=int, default=2)
     ap.add_argument("--noisy", type=float, default=NOISY)
     ap.add_argument("--alloc", choices=["torch", "scatterx"], default="torch",
@@ -193,14 +203,31 @@ def main(argv=None, progress: bool = False) -> int:
     emit(f"float32; sizes {human(min_b)} to {human(max_b)} (x{args.factor}); "
          + (f"{args.iters} timed calls" if args.iters else "20 * sqrt(64 MiB / size) timed calls (20 to 200)")
          + f" per library after {args.warmup} warm-up calls, interleaved, "
-         + ("gloo barrier before each; time = slowest rank; p50 / p99 over calls" if args.timing == "call" else
-            f"gloo barrier before each {args.batch} back to back (nccl-tests' timing); time = slowest rank's "
+         + (f"{args.barrier} barrier before each; time = slowest rank; p50 / p99 over calls"
+            if args.timing == "call" else
+            f"{args.barrier} barrier before each {args.batch} back to back (nccl-tests' timing); time = slowest rank's "
             "mean; p50 / p99 over batches")
          + f"; tensors allocated by {args.alloc}")
     emit()
 
+    sync = sxd.barrier if args.barrier == "scatterx" else dist.barrier
     gloo_max = lambda t: dist.all_reduce(t, op=dist.ReduceOp.MAX)  # noqa: E731
     gloo_sum = lambda t: dist.all_reduce(t, op=dist.ReduceOp.SUM)  # noqa: E731
+
+    # The ranks share one clock only on one host: the arrival split below needs it.
+    host = torch.tensor([zlib.crc32(platform.node().encode())], dtype=torch.int64)
+    host_range = torch.stack([host, -host])
+    gloo_max(host_range)
+    one_host = bool(host_range[0].item() == -host_range[1].item())
+
+    def arrival_split(starts, ends, batch):
+        """Per sample, (settled, skew) in seconds: settled is from the last rank's start to the last rank's end
+        (per call: / batch), the time a collective takes once every rank has come, which no collective can
+        beat; skew is from the first rank's start to the last's, the wait after the barrier that the slowest
+        rank's time also holds. Collective; the same on every rank."""
+        spans = torch.stack([starts, -starts, ends])
+        gloo_max(spans)
+        return (spans[2] - spans[0]) / batch, spans[0] + spans[1]
 
     def other_fraction(t0):
         wall0, busy0, own0 = t0
@@ -368,7 +395,8 @@ def main(argv=None, progress: bool = False) -> int:
                 else:
                     c["unsupported"] = support[op]
             row = dict(op=op, size=size, bytes=c["bytes"], count=c["count"], factor=c["factor"], impl=c["impl"],
-                       sx=(math.nan, math.nan), ref=(math.nan, math.nan), check="-", other=math.nan, attempts=1)
+                       sx=(math.nan, math.nan), ref=(math.nan, math.nan), check="-", other=math.nan, attempts=1,
+                       settled=[math.nan, math.nan], skew=[math.nan, math.nan])
             if c["unsupported"]:
                 # scatterx is timed alone and checked against gloo's all_reduce of the input, sliced
                 c["ref"] = None
@@ -391,26 +419,34 @@ def main(argv=None, progress: bool = False) -> int:
                 batch = 1 if args.timing == "call" else args.batch
                 samples = iters if batch == 1 else max(5, iters // batch)
                 t = torch.zeros(2, samples, dtype=torch.float64)
+                # Each call's start and end on the clock every rank of one host shares (CLOCK_MONOTONIC).
+                starts, ends = (torch.zeros(2, samples, dtype=torch.float64) for _ in range(2))
                 for i in range(samples):
                     for k, fn in enumerate((c["sx"], c["ref"])):
                         if fn is None:
                             continue
                         if c["reset"]:
                             c["reset"]()
-                        dist.barrier()
+                        sync()
                         t0 = time.perf_counter()
                         for _ in range(batch):
                             fn()
-                        t[k, i] = (time.perf_counter() - t0) / batch
+                        t1 = time.perf_counter()
+                        t[k, i] = (t1 - t0) / batch
+                        starts[k, i], ends[k, i] = t0, t1
                 if c["reset"]:
                     c["reset"]()
                 gloo_max(t)
+                settled, skew = arrival_split(starts, ends, batch)
                 other = other_fraction(m)
                 if attempt == 0 or (other == other and not other >= row["other"]):
                     ts, tr = (t[0] * 1e6).tolist(), (t[1] * 1e6).tolist()
                     row["sx"] = (quantile(ts, 0.5), quantile(ts, 0.99))
                     row["ref"] = (quantile(tr, 0.5), quantile(tr, 0.99)) if c["ref"] else (math.nan, math.nan)
                     row["other"] = other
+                    timed = (True, c["ref"] is not None)
+                    row["settled"], row["skew"] = ([quantile((x[k] * 1e6).tolist(), 0.5) if one_host and timed[k]
+                                                    else math.nan for k in range(2)] for x in (settled, skew))
                 again = torch.tensor([1 if rank == 0 and other > args.noisy and attempt < args.retries else 0])
                 gloo_max(again)
                 row["attempts"] = attempt + 1
@@ -419,12 +455,14 @@ def main(argv=None, progress: bool = False) -> int:
                 waited = wait_quiet()
                 note(f"  ({op} {human(size)}: other processes used {pct(other)} of the CPUs; waited {waited:.0f} s, "
                      "running it again)")
-            bw = lambda p50: row["bytes"] / (p50 * 1e-6) / 1e9 * row["factor"]  # noqa: E731
-            row["ratio"] = bw(row["sx"][0]) / bw(row["ref"][0]) if row["ref"][0] == row["ref"][0] else math.nan
+            # The busbw ratio: both move the same bytes with the same factor, which is 0 on one rank.
+            row["ratio"] = row["ref"][0] / row["sx"][0] if row["ref"][0] == row["ref"][0] else math.nan
             bar.step(f"{op} {human(size)}: busbw x{row['ratio']:.2f} {row['impl']}")
             if not progress:
                 note(f"  {op:<18} {human(size):>8}  scatterx p50 {row['sx'][0]:10.1f} us  {row['impl']} p50 "
-                     f"{row['ref'][0]:10.1f} us  busbw x{row['ratio']:.2f}  [{row['check']}]  other CPU {pct(other)}")
+                     f"{row['ref'][0]:10.1f} us  busbw x{row['ratio']:.2f}  [{row['check']}]  other CPU {pct(other)}"
+                     + (f"  settled {row['settled'][0]:.1f} / {row['settled'][1]:.1f} us, skew {row['skew'][0]:.1f} / "
+                        f"{row['skew'][1]:.1f} us" if one_host else ""))
             rows.append(row)
     bar.done()
 
@@ -448,6 +486,19 @@ def main(argv=None, progress: bool = False) -> int:
          f"processes while the op and size ran (/proc/stat); above {args.noisy:.0%} it is run again (up to "
          f"{args.retries} times) and the quietest run is shown.")
     emit(f"Other processes used {pct(other_all)} of the CPUs over the whole run.")
+    if one_host:
+        emit()
+        emit("After the last rank came (the ranks share one host's clock): settled = last rank's end - last rank's "
+             "start, skew = last rank's start - first rank's start, p50 us over the samples; the slowest rank's "
+             "time above holds both. settled sx/gloo = gloo's settled p50 / scatterx's.")
+        emit()
+        emit("| op | size (B) | settled scatterx | settled gloo | settled sx/gloo | skew scatterx | skew gloo |")
+        emit("|---|---:|---:|---:|---:|---:|---:|")
+        for r in rows:
+            st, sk = r["settled"], r["skew"]
+            emit(f"| {r['op']} | {r['bytes']} | {fmt('%.1f', st[0])} | {fmt('%.1f', st[1])} | "
+                 f"{fmt('%.2fx', st[1] / st[0] if st[0] > 0 else math.nan)} | {fmt('%.1f', sk[0])} | "
+                 f"{fmt('%.1f', sk[1])} |")
     emit(f"CHECKS: {failures} op/size pairs FAILED (see the FAIL lines)." if failures else
          "Checks: all results agree with gloo's (bit-identical for the gathers and all-to-alls; sums allclose).")
     if args.markdown and rank == 0:
@@ -470,8 +521,10 @@ def write_json(path, rows, ws, torch_version) -> None:
             if t[0] != t[0]:  # not timed (gloo lacks the op)
                 continue
             alg = r["bytes"] / (t[0] * 1e-6) / 1e9
+            k = 0 if impl == "scatterx" else 1
             out.append(dict(op=r["op"], impl=impl, ranks=ws, bytes=r["bytes"], count=r["count"], dtype="float32",
-                            median_us=t[0], p99_us=t[1], algbw_gbps=alg, busbw_gbps=alg * r["factor"]))
+                            median_us=t[0], p99_us=t[1], algbw_gbps=alg, busbw_gbps=alg * r["factor"],
+                            settled_median_us=r["settled"][k], skew_median_us=r["skew"][k]))
             if impl == "gloo" and r["impl"] != "gloo":
                 out[-1]["variant"] = r["impl"]  # "gloo all_gather (list)"
     results.write(path, results.document("collectives", "scatterx.bench.collectives", out, torch=torch_version))
