@@ -18,6 +18,10 @@ if not torch.distributed.is_available() or not torch.distributed.is_gloo_availab
     pytest.skip("this torch has no gloo backend", allow_module_level=True)
 
 
+# The benchmark's command line, run by this interpreter.
+MAIN = "import sys; from scatterx.bench.collectives import main; sys.exit(main(sys.argv[1:]))"
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -27,8 +31,7 @@ def free_port():
 def run(tmp_path, *args):
     out = tmp_path / "collectives.json"
     env = dict(os.environ, OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
-    code = "import sys; from scatterx.bench.collectives import main; sys.exit(main(sys.argv[1:]))"
-    proc = subprocess.run([sys.executable, "-c", code, "--min-bytes", "1K", "--max-bytes", "4K", "--iters", "5",
+    proc = subprocess.run([sys.executable, "-c", MAIN, "--min-bytes", "1K", "--max-bytes", "4K", "--iters", "5",
                            "--warmup", "1", "--retries", "0", "--json", str(out), *args],
                           capture_output=True, text=True, timeout=300, env=env, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -54,8 +57,7 @@ def test_every_row_holds_its_settled_time_and_skew(tmp_path, barrier):
 
 
 def test_an_unknown_barrier_is_refused(tmp_path):
-    code = "import sys; from scatterx.bench.collectives import main; sys.exit(main(sys.argv[1:]))"
-    proc = subprocess.run([sys.executable, "-c", code, "--barrier", "mpi"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", MAIN, "--barrier", "mpi"], capture_output=True, text=True,
                           timeout=60, cwd=str(tmp_path))
     assert proc.returncode == 2
     assert "--barrier: invalid choice: 'mpi' (choose from 'scatterx', 'gloo')" in proc.stderr

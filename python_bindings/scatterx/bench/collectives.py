@@ -65,9 +65,9 @@ import datetime
 import math
 import os
 import platform
+import socket
 import sys
 import time
-import zlib
 
 from .machine import cpu_model
 from .progress import Progress
@@ -215,10 +215,9 @@ def main(argv=None, progress: bool = False) -> int:
     gloo_sum = lambda t: dist.all_reduce(t, op=dist.ReduceOp.SUM)  # noqa: E731
 
     # The ranks share one clock only on one host: the arrival split below needs it.
-    host = torch.tensor([zlib.crc32(platform.node().encode())], dtype=torch.int64)
-    host_range = torch.stack([host, -host])
-    gloo_max(host_range)
-    one_host = bool(host_range[0].item() == -host_range[1].item())
+    hosts = [None] * ws
+    dist.all_gather_object(hosts, socket.gethostname())
+    one_host = len(set(hosts)) == 1
 
     def arrival_split(starts, ends, batch):
         """Per sample, (settled, skew) in seconds: settled is from the last rank's start to the last rank's end
