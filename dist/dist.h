@@ -280,7 +280,7 @@ Work reduce_scatter_tensor_async(const TensorView& output, const TensorView& inp
                                  const Communicator& comm);
 
 // tensor = op over ranks of tensor, in place; every rank gets the same bits.
-// Tensors of at most SCATTERX_DIST_ALLREDUCE_SMALL_BYTES (64 KiB) take the
+// Tensors below SCATTERX_DIST_ALLREDUCE_SMALL_BYTES (64 KiB) take the
 // latency path: on one host each rank folds every rank's copy out of the
 // shared segment, in rank order (no MPI message); between hosts recursive
 // doubling. Larger ones on one host: each rank folds its block out of the

@@ -1,6 +1,6 @@
 // all_reduce's latency path: small tensors reduced in one step instead of a
 // reduce-scatter and an all-gather of tiny blocks. all_reduce takes it for
-// tensors of at most Communicator::State::allreduce_small_bytes
+// tensors below Communicator::State::allreduce_small_bytes
 // (SCATTERX_DIST_ALLREDUCE_SMALL_BYTES): through the shared-memory segment
 // when every rank is on one host, else by recursive doubling over
 // point-to-point messages. Both give every rank bit-identical results.

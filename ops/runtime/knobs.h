@@ -42,8 +42,8 @@ enum class KnobKind {
     "reduce-scatter through a shared-memory segment when every rank is on one host (default of the shared_memory "  \
     "option)")                                                                                                      \
   X(DistAllReduceSmallBytes, "SCATTERX_DIST_ALLREDUCE_SMALL_BYTES", Bytes, "65536", 0, int64_t{1} << 24, "", false, \
-    "all_reduce of at most this many bytes, and all-gathers of blocks and broadcasts of at most this many, take "   \
-    "the latency path (shared-memory slots on one host; all_reduce: recursive doubling between hosts); 0 never")    \
+    "all_reduce of fewer bytes than this, and all-gathers of blocks and broadcasts of fewer, take the latency "     \
+    "path (shared-memory slots on one host; all_reduce: recursive doubling between hosts); 0 never")                \
   X(DistSingleCopy, "SCATTERX_DIST_SINGLE_COPY", Flag, "1", 0, 0, "", false,                                        \
     "all-gathers, all-to-alls and broadcasts read large messages straight out of the peers' memory, reduce-"        \
     "scatters and all-reduces fold out of it and all-reduces write into it, when every rank is on one host "        \

@@ -43,7 +43,7 @@ std::string algo_label(Algo a) {
   return "?";
 }
 
-// A communicator over the world whose all_reduce of at most `small` bytes
+// A communicator over the world whose all_reduce of fewer than `small` bytes
 // takes the latency path (through the segment when `shm`).
 Communicator make_comm(int64_t small, bool shm) {
   // The variable is read when the communicator is made; restored even when
