@@ -95,7 +95,7 @@ struct Communicator::State {
   // communicator is made and agreed on by every rank). Below, not up to: the
   // default, 64 KiB, is where the single copy starts (kSingleCopyMinBytes),
   // which moves a message of that size once where the slots copy it twice
-  // (2 ranks, 64 KiB: all_reduce 14.9 -> 7.6 us, broadcast 12.0 -> 2.4 us;
+  // (2 ranks, 64 KiB: all_reduce 14.9 -> 7.5 us, broadcast 12.0 -> 2.4 us;
   // bench/RESULTS.md, "the latency path hands over to the single copy").
   int64_t allreduce_small_bytes = 0;
   // Whether a call moving `bytes` per rank (an all_reduce's tensor, an
