@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "dist/p2p.h"
+#include "dist/shm_transport.h"
 #include "dist/single_copy.h"
 
 namespace scatterx::dist {
@@ -20,6 +21,10 @@ void exchange_pairwise(Communicator::State& s, Waiter& w, int tag, const std::ve
   const int ws = s.size;
   const int r = s.rank;
   if (ws > 1) single_copy_ready(s, w, op);  // collective the first time only
+  if (ws > 1 && shm_ready(s, w, op) && !s.shm->oversubscribed && pairwise_slots_fit(s)) {
+    exchange_pairwise_by_slots(s, w, tag, send, send_bytes, recv, recv_bytes, op, what);
+    return;
+  }
   std::vector<MPI_Request> reqs;
   std::vector<int> peers;  // of each request, for a timeout's message
   SingleCopyExchange single(s, tag, op, reqs, peers);

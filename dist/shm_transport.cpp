@@ -29,10 +29,14 @@ namespace {
 // shared-memory path serves (the segment holds ws * kShmSlots slots per rank).
 constexpr int kShmSlots = 4;
 constexpr int kShmMaxRanks = 8;
-// Room for a rank's latency-path call number: two cache lines, so that the
-// adjacent-line prefetcher does not couple it with the slot after it.
+// Room for a rank's latency-path call number and, on the same cache line
+// (which its peers fetch anyway to see the number), the two SlotCalls: two
+// cache lines, so that the adjacent-line prefetcher does not couple them with
+// the slot after them.
 constexpr int64_t kCallNumberBytes = 128;
+constexpr int64_t kSlotCallsAt = 16;
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "call numbers are shared between processes");
+static_assert(kSlotCallsAt + 2 * sizeof(SlotCall) <= 64, "the slot calls share the call number's line");
 
 // ---- mapping the segment ----------------------------------------------------------
 
@@ -74,6 +78,7 @@ void ShmTransport::unmap() {
   base = nullptr;
   staging.clear();
   arrived.clear();
+  slot_calls.clear();
   small_slots.clear();
 }
 
@@ -129,7 +134,7 @@ bool map_segment(Communicator::State& s, Waiter& w, SetupMessages& m, const char
   const int64_t segment = static_cast<int64_t>(s.size) * kShmSlots * t.slot_bytes;
   // After the staging areas, by rank: a call number on a line of its own,
   // then the two latency-path slots.
-  t.small_slot_bytes = std::max<int64_t>(64, (s.allreduce_small_bytes + 63) / 64 * 64);
+  t.small_slot_bytes = std::max<int64_t>(kMinSmallSlotBytes, (s.allreduce_small_bytes + 63) / 64 * 64);
   const int64_t small_area = kCallNumberBytes + 2 * t.small_slot_bytes;
   t.bytes = static_cast<size_t>((segment + small_area) * s.size);
 
@@ -166,10 +171,12 @@ bool map_segment(Communicator::State& s, Waiter& w, SetupMessages& m, const char
   t.slot_writers.assign(static_cast<size_t>(s.size), {});
   // The segment starts zeroed (posix_fallocate): every call number is 0.
   t.arrived.resize(static_cast<size_t>(s.size));
+  t.slot_calls.resize(static_cast<size_t>(s.size));
   t.small_slots.resize(static_cast<size_t>(s.size));
   for (int q = 0; q < s.size; ++q) {
     char* area = t.base + segment * s.size + small_area * q;
     t.arrived[static_cast<size_t>(q)] = reinterpret_cast<std::atomic<uint64_t>*>(area);
+    t.slot_calls[static_cast<size_t>(q)] = reinterpret_cast<SlotCall*>(area + kSlotCallsAt);
     t.small_slots[static_cast<size_t>(q)] = area + kCallNumberBytes;
   }
   return true;

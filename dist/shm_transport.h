@@ -27,6 +27,28 @@ constexpr int64_t kShmMinBlockBytes = int64_t{64} << 10;
 constexpr uint64_t kSpinsBeforeYield = 2048;
 constexpr uint64_t kSpinsBeforeYieldOversubscribed = 16;
 
+// What a latency-path call is (shm_small_arrive), published beside its call
+// number. Every rank compares every peer's with its own, so that ranks in
+// different calls (another collective, size, dtype or root) raise
+// MismatchError on every rank instead of reading each other's slots as
+// something else. Checked whether or not SCATTERX_DIST_CHECKS is on.
+struct SlotCall {
+  enum Kind : uint32_t {
+    kAllReduce = 1,   // detail: dtype * 256 + reduce
+    kAllGather,       // detail: 0
+    kBroadcast,       // detail: the root
+    kFoldRecords,     // single_copy_reduce.cpp; detail: 1 all-reduce, 2 reduce-scatter
+    kFoldNotes,       // likewise
+    kFoldDone,        // likewise
+    kPairs,           // pairwise_slots.cpp; detail: 0
+    kPairsDone,       // likewise
+  };
+  uint32_t kind = 0;
+  uint32_t detail = 0;
+  int64_t bytes = 0;
+  bool operator==(const SlotCall& o) const { return kind == o.kind && detail == o.detail && bytes == o.bytes; }
+};
+
 // A communicator's staging segment, as this rank sees it
 // (Communicator::State::shm).
 struct ShmTransport {
@@ -44,9 +66,11 @@ struct ShmTransport {
   };
   std::vector<SlotWriter> slot_writers;
   // The latency paths (shm_small_arrive below; shm_small.cpp), by
-  // rank: the number of the last call whose slot that rank filled, and its
-  // two slots of small_slot_bytes, which alternate between calls.
+  // rank: the number of the last call whose slot that rank filled, what
+  // that call was (two entries beside the number, alternating between calls
+  // as the slots do), and its two slots of small_slot_bytes.
   std::vector<std::atomic<uint64_t>*> arrived;
+  std::vector<SlotCall*> slot_calls;
   std::vector<char*> small_slots;
   int64_t small_slot_bytes = 0;
   uint64_t small_calls = 0;  // this rank's calls of the latency path so far
@@ -91,14 +115,28 @@ int forced_slot_streaming();
 // rank ends with the same verdict.
 bool shm_ready(Communicator::State& s, Waiter& w, const char* op);
 
+// The smallest latency-path slot, whatever SCATTERX_DIST_ALLREDUCE_SMALL_BYTES
+// says: room for the control messages of the single-copy folds (a record,
+// or a note for each peer) and of the pairwise exchange (an entry for each
+// of up to 8 ranks, pairwise_slots.cpp).
+constexpr int64_t kMinSmallSlotBytes = 1024;
+
 // The latency paths' slots (shm_ready must have said yes; small_slot_bytes
-// each, ShmTransport::small_slot): copies `bytes` at `data` into this rank's
-// slot (nothing when data is null), publishes the call's number and waits
-// until every rank has published it (TimeoutError names those that did not).
-// Returns the call's number: every slot of that call may then be read, until
-// this rank's next latency-path call returns. Every rank must make the same
-// sequence of latency-path calls (sizes agree when the arguments do).
-uint64_t shm_small_arrive(Communicator::State& s, Waiter& w, const char* data, int64_t bytes, const char* op);
+// each, ShmTransport::small_slot): copies `call.bytes` at `data` into this
+// rank's slot (nothing when data is null), publishes the call's number and
+// what it is, and waits until every rank has published it (TimeoutError
+// names those that did not); a rank whose `call` differs from any peer's
+// makes every rank raise MismatchError. Returns the call's number: every
+// slot of that call may then be read, until this rank's next latency-path
+// call returns, so what a caller needs from a slot later it copies out
+// first. Every rank must make the same sequence of latency-path calls.
+uint64_t shm_small_arrive(Communicator::State& s, Waiter& w, const SlotCall& call, const char* data, const char* op);
+
+// Copies `bytes` at `data` into a latency-path slot as shm_small_arrive does:
+// with non-temporal stores from 1 KiB (shm_small.cpp says why), and then it
+// returns true: the caller fences (detail::streaming_store_fence) before it
+// arrives. For callers that fill their slot themselves and arrive with it.
+bool write_small_slot(char* slot, const char* data, int64_t bytes);
 
 // all_gather of blocks of `bytes` (at most small_slot_bytes) through the
 // slots: every rank's block at `own` lands at out + rank * bytes on every

@@ -5,8 +5,15 @@
 // its output with process_vm_readv (Linux cross-memory attach, CMA) and then
 // says "done", so that no rank returns (and lets its caller reuse the input)
 // while a peer may still read it. One copy per message, every rank reading
-// its peers at once, no ring steps, and two small messages per pair instead
-// of MPI's rendezvous handshake per message.
+// its peers at once, no ring steps. The records and "done" go through the
+// shared segment's latency-path slots where it exists (two arrivals of every
+// rank, no MPI message), else as two small messages per pair, which is still
+// less than MPI's rendezvous handshake per message. With more ranks than
+// cores they always go as messages: an arrival waits for every rank, which
+// there costs a round of context switches, where a message waits only for
+// its peer (4 ranks on 2 cores: a broadcast of 64 KiB took 17 us through
+// the slots against 9 us, 256 KiB 27 against 20; bench/RESULTS.md,
+// "control messages through the slots").
 //
 // A message in scatterx's own tensor memory (tensors of 64 KiB to 8 MiB, see
 // ops/runtime/shareable_memory.h) is read through a mapping of the peer's
@@ -134,8 +141,11 @@ void single_copy_broadcast(Communicator::State& s, Waiter& w, int tag, char* buf
 // process_vm_readv), and writes each folded piece into every peer's tensor
 // with process_vm_writev while the piece is still in its cache: each byte is
 // read once from another rank and written once into it, with no staging
-// copy. Three small messages per pair: records, the block's note (written,
-// read it yourself, or could not fold: then every rank raises), "done".
+// copy. The control messages: records, the block's note (written, read it
+// yourself, or could not fold: then every rank raises), "done". Through the
+// segment's latency-path slots where shm_ready says yes and the ranks do not
+// outnumber the cores (one arrival of every rank each, and no "done" when no
+// note asks for a read), else three small MPI messages per pair.
 void single_copy_all_reduce(Communicator::State& s, Waiter& w, int tag, char* data, const Blocks& blocks, DType dtype,
                             Reduce reduce, int64_t mean_count, const char* op);
 
@@ -145,16 +155,18 @@ void single_copy_all_reduce(Communicator::State& s, Waiter& w, int tag, char* da
 // out of its peers' inputs (own values first, then the peers' in rank
 // order), here into `out`, and writes nothing into its peers: each byte of
 // every other block is read once by the rank that owns it, with no copy into
-// a staging segment first. Three small messages per pair: records (a size
-// that differs raises MismatchError on every rank), the fold's note (could
-// not fold: every rank raises), "done". `out` must not overlap `src`.
+// a staging segment first. The control messages, as the all-reduce's:
+// records (a size that differs raises MismatchError on every rank), the
+// fold's note (could not fold: every rank raises), and, by MPI messages
+// only, "done". `out` must not overlap `src`.
 // Blocks below 1 MiB fold so only when every rank's input lies in shareable
 // memory; otherwise, having swapped only the records, every rank returns
 // false and the caller reduce-scatters another way.
 bool single_copy_reduce_scatter(Communicator::State& s, Waiter& w, int tag, const char* src, char* out,
                                 const Blocks& blocks, DType dtype, Reduce reduce, int64_t mean_count, const char* op);
 
-// The single-copy pairs of one exchange (single_copy_ready said yes). Every
+// The single-copy pairs of one exchange (single_copy_ready said yes) by MPI
+// messages, where the segment's slots do not carry them (pairwise.h). Every
 // request it posts is appended to `reqs` with its peer in `peers`, for the
 // caller's one wait (whose timeout names the ranks that had not come).
 class SingleCopyExchange {

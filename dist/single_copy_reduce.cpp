@@ -3,6 +3,7 @@
 // also writes each folded piece into their tensors while it is still in its
 // cache. No staging segment, no ring steps.
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,8 +50,19 @@ struct FoldMessages {
   char note = 0;
 };
 
-// Every rank's record of its tensor; a size that differs anywhere raises
-// MismatchError on every rank (every rank sees every record).
+// A size that differs anywhere raises MismatchError on every rank (every
+// rank sees every record).
+void check_record_sizes(const Communicator::State& s, const FoldMessages& m, int64_t bytes, const char* op) {
+  for (int p = 0; p < s.size; ++p) {
+    if (p == s.rank) continue;
+    const SingleCopyRecord& r = m.theirs[static_cast<size_t>(p)];
+    if (r.bytes != bytes)
+      throw MismatchError(
+          detail::concat(op, ": rank ", p, "'s tensor has ", r.bytes, " bytes and rank ", s.rank, "'s ", bytes));
+  }
+}
+
+// Every rank's record of its tensor, by MPI messages.
 void swap_records(Communicator::State& s, Waiter& w, int tag, FoldMessages& m, const char* data, int64_t bytes,
                   const char* op) {
   m.mine = single_copy_record(data, bytes);
@@ -65,13 +77,21 @@ void swap_records(Communicator::State& s, Waiter& w, int tag, FoldMessages& m, c
     peers.resize(reqs.size(), p);
   }
   w.wait_all(reqs, peers, "the tensors' addresses");
+  check_record_sizes(s, m, bytes, op);
+}
+
+// The same through the segment's latency-path slots (shm_small_arrive): one
+// arrival of every rank instead of a message to and from each peer.
+void swap_records_by_slots(Communicator::State& s, Waiter& w, FoldMessages& m, const char* data, int64_t bytes,
+                           uint32_t fold, const char* op) {
+  m.mine = single_copy_record(data, bytes);
+  m.theirs.assign(static_cast<size_t>(s.size), {});
+  const SlotCall what{SlotCall::kFoldRecords, fold, static_cast<int64_t>(sizeof(SingleCopyRecord))};
+  const uint64_t call = shm_small_arrive(s, w, what, reinterpret_cast<const char*>(&m.mine), op);
   for (int p = 0; p < s.size; ++p) {
-    if (p == s.rank) continue;
-    const SingleCopyRecord& r = m.theirs[static_cast<size_t>(p)];
-    if (r.bytes != bytes)
-      throw MismatchError(
-          detail::concat(op, ": rank ", p, "'s tensor has ", r.bytes, " bytes and rank ", s.rank, "'s ", bytes));
+    if (p != s.rank) std::memcpy(&m.theirs[static_cast<size_t>(p)], s.shm->small_slot(p, call), sizeof(SingleCopyRecord));
   }
+  check_record_sizes(s, m, bytes, op);
 }
 
 // Where this rank's block of a fold comes from and goes. `own` is this
@@ -144,6 +164,18 @@ std::string fold_own_block(Communicator::State& s, FoldMessages& m, const OwnBlo
   return error;
 }
 
+// What this rank does on peer p's note about p's block: reads the block
+// when p could not write it here. "" when all is well, else what went wrong.
+std::string take_note(const FoldMessages& m, int p, char* data, const Blocks& blocks, int64_t es) {
+  const size_t b = static_cast<size_t>(p);
+  if (m.received[b] == kFailed) return "it could not fold it (its own error says why)";
+  if (m.received[b] == kReadIt && data == nullptr)
+    return "it asks for a read, which a reduce-scatter never needs (the ranks called different collectives?)";
+  if (m.received[b] == kReadIt)
+    return single_copy_read(m.theirs[b], blocks.offset[b] * es, data + blocks.offset[b] * es, blocks.length[b] * es);
+  return "";
+}
+
 // Sends each peer its BlockNote; reads each peer's block that was not
 // written here, once the peer's note says so (a peer that could not fold
 // makes this rank raise too); then "done" to it, so that it may return.
@@ -168,22 +200,37 @@ void finish_blocks(Communicator::State& s, Waiter& w, int tag, FoldMessages& m, 
   on_each_arrival(
       w, folded,
       [&](int p) {
-        const size_t b = static_cast<size_t>(p);
-        std::string why;
-        if (m.received[b] == kFailed) {
-          why = "it could not fold it (its own error says why)";
-        } else if (m.received[b] == kReadIt && data == nullptr) {
-          why = "it asks for a read, which a reduce-scatter never needs (the ranks called different collectives?)";
-        } else if (m.received[b] == kReadIt) {
-          why =
-              single_copy_read(m.theirs[b], blocks.offset[b] * es, data + blocks.offset[b] * es, blocks.length[b] * es);
-        }
+        const std::string why = take_note(m, p, data, blocks, es);
         if (!why.empty() && error.empty()) error = detail::concat(op, ": rank ", p, "'s reduced block: ", why);
         post_send(&m.note, 0, p, tag + kShmFreeTagOffset, s.comm, reqs, op);
         peers.resize(reqs.size(), p);
       },
       reqs, peers, op);
   w.wait_all(reqs, peers, "the reduced blocks");
+}
+
+// The same through the slots: every rank publishes its notes to all peers
+// at once and reads the notes meant for it. Every rank sees every note, so
+// when none asks for a read (every block was written into its peers, or a
+// reduce-scatter's, which pushes nothing), every rank knows that no peer
+// touches its tensor any more and all return without a "done" round.
+void finish_blocks_by_slots(Communicator::State& s, Waiter& w, FoldMessages& m, char* data, const Blocks& blocks,
+                            int64_t es, uint32_t fold, std::string& error, const char* op) {
+  const int ws = s.size;
+  const uint64_t call = shm_small_arrive(s, w, {SlotCall::kFoldNotes, fold, ws}, m.sent.data(), op);
+  m.received.assign(static_cast<size_t>(ws), kWritten);
+  bool any_read = false;
+  for (int q = 0; q < ws; ++q) {
+    const char* notes = s.shm->small_slot(q, call);
+    if (q != s.rank) m.received[static_cast<size_t>(q)] = notes[s.rank];
+    for (int p = 0; p < ws; ++p) any_read |= p != q && notes[p] == kReadIt;
+  }
+  for (int p = 0; p < ws; ++p) {
+    if (p == s.rank) continue;
+    const std::string why = take_note(m, p, data, blocks, es);
+    if (!why.empty() && error.empty()) error = detail::concat(op, ": rank ", p, "'s reduced block: ", why);
+  }
+  if (any_read) shm_small_arrive(s, w, {SlotCall::kFoldDone, fold, 0}, nullptr, op);
 }
 
 // Whether a fold is worth its system calls: every rank's tensor lies in
@@ -211,12 +258,22 @@ bool fold_exchange(Communicator::State& s, Waiter& w, int tag, const char* tenso
                    int64_t foreign_min_block_bytes, const char* op) {
   const int64_t es = element_size(dtype);
   const int64_t bytes = (blocks.offset.back() + blocks.length.back()) * es;
+  // The control messages go through the segment's slots where it exists,
+  // unless the ranks outnumber the cores (see single_copy.h).
+  const bool by_slots = shm_ready(s, w, op) && !s.shm->oversubscribed;
+  const uint32_t fold = own.push ? 1 : 2;  // SlotCall::detail
   auto m = std::make_unique<FoldMessages>();
   try {
-    swap_records(s, w, tag, *m, tensor, bytes, op);
+    if (by_slots)
+      swap_records_by_slots(s, w, *m, tensor, bytes, fold, op);
+    else
+      swap_records(s, w, tag, *m, tensor, bytes, op);
     if (!worth_folding(*m, s.rank, own.length * es, foreign_min_block_bytes)) return false;  // every message completed
     std::string error = fold_own_block(s, *m, own, dtype, reduce, mean_count, op);
-    finish_blocks(s, w, tag, *m, read_into, blocks, es, error, op);
+    if (by_slots)
+      finish_blocks_by_slots(s, w, *m, read_into, blocks, es, fold, error, op);
+    else
+      finish_blocks(s, w, tag, *m, read_into, blocks, es, error, op);
     if (!error.empty()) throw Error(error);
     return true;
   } catch (...) {

@@ -8,13 +8,15 @@
 // mismatched threshold rejected when the communicator is made. The small
 // all-gathers and broadcasts share the segment's slots and call numbers with
 // the all-reduce (shm_small_*, dist/shm_transport.h): every kind interleaved,
-// sync and async, around the switch point.
+// sync and async, around the switch point; ranks in different calls (size,
+// dtype, reduce op, collective) raise MismatchError on every rank.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -214,10 +216,61 @@ INSTANTIATE_TEST_SUITE_P(All, LatencyAllReduceTest,
                          ::testing::Values(Algo::SharedMemory, Algo::RecursiveDoubling, Algo::Ring),
                          [](const ::testing::TestParamInfo<Algo>& info) { return algo_label(info.param); });
 
-// Ranks that disagree on the threshold would take different paths: making
-// the communicator raises MismatchError instead.
 class LatencyThresholdTest : public DistTest {};
 
+// Ranks whose latency-path calls differ, with the argument checks off:
+// every SlotCall is compared on arrival, so every rank raises MismatchError
+// naming both calls instead of reading the peers' slots as something else:
+// another size, another dtype, another reduce op, another collective. The
+// call numbers stay in step, so the communicator works afterwards.
+TEST_F(LatencyThresholdTest, DifferentCallsRaiseEverywhere) {
+  SXD_REQUIRE_WS2();
+  if (scatterx::detail::knob_choice(scatterx::detail::Knob::DistEmulateDevice) != "off")
+    GTEST_SKIP() << "the emulated device's runs take the device paths";
+  dist::CommunicatorOptions options;
+  options.checks = false;
+  options.shared_memory = true;
+  const Communicator c = Communicator::world(options);
+  Tensor probe = make({4}, DType::Float32, [&](int64_t) { return V{1}; });
+  dist::all_reduce(probe, ReduceOp::Sum, c);
+  if (!c.shared_memory_path().value_or(false)) GTEST_SKIP() << "the ranks do not share a segment here";
+  const bool first = rank() == 0;
+  Tensor f16 = make({16}, DType::Float32, [&](int64_t i) { return V{static_cast<double>(i)}; });
+  Tensor f32 = make({32}, DType::Float32, [&](int64_t i) { return V{static_cast<double>(i)}; });
+  Tensor i16 = make({16}, DType::Int32, [&](int64_t i) { return V{static_cast<double>(i)}; });
+  Tensor gathered = Tensor::empty({16 * ws()}, DType::Float32);
+  struct Case {
+    const char* what;
+    std::function<void()> run;
+    std::vector<std::string> words;  // in every rank's message
+  };
+  const std::vector<Case> cases = {
+      {"sizes", [&] { dist::all_reduce(first ? f16 : f32, ReduceOp::Sum, c); }, {"64 bytes", "128 bytes"}},
+      {"dtypes", [&] { dist::all_reduce(first ? f16 : i16, ReduceOp::Sum, c); }, {"float32", "int32"}},
+      {"reduce ops",
+       [&] { dist::all_reduce(f16, first ? ReduceOp::Sum : ReduceOp::Max, c); },
+       {"sum", "amax"}},
+      {"collectives",
+       [&] { first ? dist::all_reduce(f16, ReduceOp::Sum, c) : dist::all_gather_into_tensor(gathered, f16, c); },
+       {"all_reduce", "all_gather"}},
+  };
+  for (const Case& k : cases) {
+    const std::string msg = error_message<MismatchError>(k.run);
+    EXPECT_TRUE(mentions(msg, {"different collectives", "rank 0: ", "rank 1: "})) << k.what << ": " << msg;
+    for (const std::string& word : k.words) EXPECT_NE(msg.find(word), std::string::npos) << k.what << ": " << msg;
+    Tensor t = make({5}, DType::Float32, [&](int64_t i) { return V{static_cast<double>(rank() + i)}; });
+    dist::all_reduce(t, ReduceOp::Sum, c);
+    const std::vector<int> ranks = iota_ranks(ws());
+    EXPECT_TRUE(holds(t, [&](int64_t i) {
+      double sum = 0;
+      for (int r : ranks) sum += r + i;
+      return V{sum};
+    })) << k.what << ": the all-reduce after the mismatch";
+  }
+}
+
+// Ranks that disagree on the threshold would take different paths: making
+// the communicator raises MismatchError instead.
 TEST_F(LatencyThresholdTest, MustAgreeAcrossRanks) {
   SXD_REQUIRE_WS2();
   const std::string msg = error_message<MismatchError>([&] { make_comm(rank() == 0 ? 1024 : 2048, true); });

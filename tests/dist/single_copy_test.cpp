@@ -1,9 +1,10 @@
 // The single-copy transport (dist/single_copy.h): every collective it serves
 // (all_gather_into_tensor, all_gather, all_to_all_single, all_to_all_v,
 // all_to_all, broadcast, all_reduce, reduce_scatter_tensor, reduce_scatter)
-// run on two communicators, one with single_copy on and one with it off,
-// each result checked against its closed form (values made from rank and
-// position). Message sizes sit around the switch point
+// run on three communicators: single_copy on with its control messages in
+// the shared segment's slots, on with them as MPI messages (no segment), and
+// off; each result checked against its closed form (values made from rank and
+// position). Ranks whose calls or sizes disagree raise on every rank. Message sizes sit around the switch point
 // (kSingleCopyMinBytes = 64 KiB), so that one call mixes pairs of both kinds;
 // also odd and zero splits, strided views, in place, async.
 #include <gtest/gtest.h>
@@ -49,24 +50,42 @@ bool one_host() {
   return true;
 }
 
+// More ranks than cores on this host: the single-copy paths' control then
+// goes by MPI messages, not through the segment's slots (dist/single_copy.h).
+bool oversubscribed() { return world().size() > sysconf(_SC_NPROCESSORS_ONLN); }
+
 // Element i of rank r's data: distinct per rank and position, exact in int32.
 V value(int r, int64_t i) { return {static_cast<double>(r * 10000000 + i % 5000000)}; }
 
 class SingleCopyTest : public DistTest {
  protected:
-  // The world with single_copy `on`.
-  Communicator with_single_copy(bool on) const {
+  // The world with single_copy `on`, and the shared segment (whose slots
+  // carry the single-copy paths' control messages) unless `segment` is off.
+  Communicator with_single_copy(bool on, bool segment = true) const {
     dist::CommunicatorOptions o;
     o.single_copy = on;
+    o.shared_memory = segment;
     return comm().split(0, rank(), o);
   }
-  // Runs check(c, on) on both communicators, then checks which path each
-  // took (the emulated device's runs take the device paths: no verdict).
+  // The world with single copy and the segment on and the cross-rank
+  // argument checks off: what the slots' own comparisons must catch.
+  Communicator unchecked() const {
+    dist::CommunicatorOptions o;
+    o.single_copy = true;
+    o.shared_memory = true;
+    o.checks = false;
+    return comm().split(0, rank(), o);
+  }
+  // Runs check(c, on) on three communicators: single copy on, with its
+  // control in the segment's slots (where the ranks do not outnumber the
+  // cores) and, without the segment, in MPI messages; and single copy off. Then checks which path each took (the
+  // emulated device's runs take the device paths: no verdict).
   void both_paths(const std::function<void(const Communicator&, bool)>& check) const {
     namespace detail = scatterx::detail;
     const bool host_paths = detail::knob_choice(detail::Knob::DistEmulateDevice) == "off";
-    for (bool on : {true, false}) {
-      const Communicator c = with_single_copy(on);
+    for (const auto& [on, segment] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
+      const Communicator c = with_single_copy(on, segment);
+      SCOPED_TRACE(segment ? "with the segment" : "without the segment");
       check(c, on);
       if (ws() == 1 || !host_paths) continue;
       ASSERT_TRUE(c.single_copy_path().has_value()) << "single_copy=" << on;
@@ -454,17 +473,104 @@ TEST_F(SingleCopyTest, ReduceScatterInSharedAndForeignMemory) {
   });
 }
 
+// The folds' control messages go through the segment's slots, whose calls
+// every rank compares with the argument checks off too: tensors whose sizes
+// differ, and an all-reduce on one rank against a reduce-scatter of as many
+// bytes on the others (which through MPI messages alone would look alike,
+// and the all-reduce would write into the reduce-scatter's input), raise
+// MismatchError on every rank; the communicator works afterwards.
+TEST_F(SingleCopyTest, FoldsThatDifferRaiseEverywhere) {
+  SXD_REQUIRE_WS2();
+  if (scatterx::detail::knob_choice(scatterx::detail::Knob::DistEmulateDevice) != "off")
+    GTEST_SKIP() << "the emulated device's runs take the device paths";
+  const Communicator c = unchecked();
+  const int64_t n = ws() * (kSwitch / 4 + 16);
+  Tensor t = make({n}, DType::Int32, [&](int64_t i) { return value(rank(), i); });
+  dist::all_reduce(t, ReduceOp::Sum, c);  // settles the paths
+  if (!c.single_copy_path().value_or(false) || !c.shared_memory_path().value_or(false))
+    GTEST_SKIP() << "single copy or the segment not available here";
+  if (oversubscribed()) GTEST_SKIP() << "more ranks than cores: the control goes by MPI messages";
+  Tensor longer = make({n + ws()}, DType::Int32, [&](int64_t i) { return value(rank(), i); });
+  Tensor input = make({n}, DType::Int32, [&](int64_t i) { return value(rank(), i); });
+  Tensor out = Tensor::zeros({n / ws()}, DType::Int32);
+  const bool first = rank() == 0;
+  std::string msg = error_message<MismatchError>([&] { dist::all_reduce(first ? t : longer, ReduceOp::Sum, c); });
+  EXPECT_TRUE(mentions(msg, {"all_reduce", "bytes"})) << msg;
+  msg = error_message<MismatchError>([&] {
+    first ? dist::all_reduce(t, ReduceOp::Sum, c) : dist::reduce_scatter_tensor(out, input, ReduceOp::Sum, c);
+  });
+  EXPECT_TRUE(mentions(msg, {"different collectives", "single-copy all_reduce", "single-copy reduce_scatter"})) << msg;
+  EXPECT_TRUE(holds(input, [&](int64_t i) { return value(rank(), i); })) << "the reduce-scatter's input was written";
+  fill(t, [&](int64_t i) { return value(rank(), i); });
+  dist::all_reduce(t, ReduceOp::Sum, c);
+  EXPECT_TRUE(holds(t, [&](int64_t i) {
+    double sum = 0;
+    for (int r = 0; r < ws(); ++r) sum += value(r, i).re;
+    return V{sum};
+  })) << "the all-reduce after the mismatches";
+}
+
+// Through the slots every rank sees what every pair's ends send and expect:
+// with the argument checks off, splits that disagree (here rank 0 expects
+// one row more from the last rank than it sends) raise MismatchError on
+// every rank, before any byte moves, at every size: inline in the slot,
+// as MPI messages past the slot's room, and by single copy. The
+// communicator works afterwards.
+TEST_F(SingleCopyTest, PairsThatDisagreeRaiseEverywhere) {
+  SXD_REQUIRE_WS2();
+  if (scatterx::detail::knob_choice(scatterx::detail::Knob::DistEmulateDevice) != "off")
+    GTEST_SKIP() << "the emulated device's runs take the device paths";
+  const Communicator c = unchecked();
+  Tensor probe = Tensor::zeros({4}, DType::Float32);
+  dist::all_reduce(probe, ReduceOp::Sum, c);  // settles the segment
+  if (!c.shared_memory_path().value_or(false)) GTEST_SKIP() << "the segment is not available here";
+  if (oversubscribed()) GTEST_SKIP() << "more ranks than cores: the control goes by MPI messages";
+  for (int64_t rows : {int64_t{3}, 3 * kSwitch / 64 / 4, 2 * kSwitch / 64}) {  // 192 B, 48 KiB, 128 KiB per pair
+    // The list form, whose sizes no metadata exchange compares with the
+    // checks off; inputs in a vector's memory: never single copy below 64 KiB.
+    std::vector<std::vector<int32_t>> in_mem;
+    std::vector<Tensor> outs;
+    std::vector<TensorView> ins, out_views;
+    for (int p = 0; p < ws(); ++p) {
+      in_mem.emplace_back(static_cast<size_t>(rows * kRowLen), 7);
+      ins.emplace_back(in_mem.back().data(), DType::Int32, Shape{rows, kRowLen});
+      const int64_t expected_rows = rows + (rank() == 0 && p == ws() - 1 ? 1 : 0);
+      outs.push_back(make({expected_rows, kRowLen}, DType::Int32, [](int64_t) { return V{-1}; }));
+      out_views.emplace_back(outs.back());
+    }
+    const std::string msg = error_message<MismatchError>([&] { dist::all_to_all(out_views, ins, c); });
+    EXPECT_TRUE(mentions(msg, {"all_to_all", "rank " + std::to_string(ws() - 1) + " sends", "to rank 0",
+                               "which expects"}))
+        << rows << " rows: " << msg;
+    for (int p = 0; p < ws(); ++p) {
+      EXPECT_TRUE(holds(outs[static_cast<size_t>(p)], [](int64_t) { return V{-1}; }))
+          << rows << " rows: bytes from rank " << p << " moved before the raise";
+    }
+  }
+  Tensor t = make({5}, DType::Float32, [&](int64_t i) { return V{static_cast<double>(rank() + i)}; });
+  dist::all_reduce(t, ReduceOp::Sum, c);
+  EXPECT_TRUE(holds(t, [&](int64_t i) {
+    double sum = 0;
+    for (int r = 0; r < ws(); ++r) sum += r + i;
+    return V{sum};
+  })) << "the all-reduce after the mismatches";
+}
+
 // A rank whose peers cannot read its tensor (here: every block but its own
 // behind PROT_NONE, which a peer's process_vm_readv finds unreadable and its
 // process_vm_writev unwritable): the peers cannot fold their blocks, and
 // every rank raises instead of returning a wrong result or waiting, in the
 // all-reduce and in the reduce-scatter (whose input it is); the communicator
 // works afterwards.
-TEST_F(SingleCopyTest, ReducesRaiseEverywhereWhenAPeerCannotBeRead) {
+// Both ways of the control messages: the segment's slots (where the ranks do
+// not outnumber the cores), MPI messages.
+class UnreadablePeerTest : public SingleCopyTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(UnreadablePeerTest, ReducesRaiseEverywhere) {
   SXD_REQUIRE_WS2();
   if (scatterx::detail::knob_choice(scatterx::detail::Knob::DistEmulateDevice) != "off")
     GTEST_SKIP() << "the emulated device's runs take the device paths";
-  const Communicator c = with_single_copy(true);
+  const Communicator c = with_single_copy(true, GetParam());
   const int64_t page = sysconf(_SC_PAGESIZE);
   // Bytes per rank: blocks fall on page boundaries, and are large enough
   // (1 MiB) that the reduce-scatter folds them out of foreign memory.
@@ -515,6 +621,9 @@ TEST_F(SingleCopyTest, ReducesRaiseEverywhereWhenAPeerCannotBeRead) {
   }
   munmap(mem, static_cast<size_t>(ws() * block));
 }
+
+INSTANTIATE_TEST_SUITE_P(Control, UnreadablePeerTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Slots" : "Messages"; });
 
 }  // namespace
 }  // namespace sxd
