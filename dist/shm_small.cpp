@@ -132,9 +132,9 @@ void shm_all_reduce(Communicator::State& s, Waiter& w, char* data, int64_t n, DT
                     int64_t mean_count, const char* op) {
   const ShmTransport& t = *s.shm;
   const int ws = s.size;
-  const uint32_t detail = static_cast<uint32_t>(dtype) << 8 | static_cast<uint32_t>(reduce) |
-                          (mean_count > 0 ? uint32_t{1} << 16 : 0);
-  const uint64_t call = shm_small_arrive(s, w, {SlotCall::kAllReduce, detail, n * element_size(dtype)}, data, op);
+  const uint32_t how = static_cast<uint32_t>(dtype) << 8 | static_cast<uint32_t>(reduce) |
+                       (mean_count > 0 ? uint32_t{1} << 16 : 0);
+  const uint64_t call = shm_small_arrive(s, w, {SlotCall::kAllReduce, how, n * element_size(dtype)}, data, op);
   auto slot = [&](int q) { return t.small_slot(q, call); };
   // Every rank folds the same slots in the same order: the same bits.
   detail::combine_cpu(data, slot(0), slot(1), n, dtype, reduce, ws == 2 ? mean_count : 0, op);

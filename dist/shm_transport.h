@@ -34,7 +34,7 @@ constexpr uint64_t kSpinsBeforeYieldOversubscribed = 16;
 // something else. Checked whether or not SCATTERX_DIST_CHECKS is on.
 struct SlotCall {
   enum Kind : uint32_t {
-    kAllReduce = 1,   // detail: dtype * 256 + reduce
+    kAllReduce = 1,   // detail: dtype * 256 + reduce, + 65536 for a mean
     kAllGather,       // detail: 0
     kBroadcast,       // detail: the root
     kFoldRecords,     // single_copy_reduce.cpp; detail: 1 all-reduce, 2 reduce-scatter
