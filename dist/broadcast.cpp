@@ -39,12 +39,10 @@ void broadcast_by_single_copy(Communicator::State& s, Waiter& w, int tag, char* 
 
 // Whether a broadcast of `bytes` goes through the root's slot. Through the
 // slots, every rank waits for every other (the root must know its slot was
-// read before it writes it again), which with more ranks than cores costs a
-// round of context switches: 4 ranks on 2 cores, 4 B, 6 us against 1.3 us
-// down the binomial tree, whose root returns once its messages are sent. So
-// oversubscribed ranks keep the tree.
+// read before it writes it again), so only where that rendezvous is cheap;
+// elsewhere the binomial tree, whose root returns once its messages are sent.
 bool by_small_slot(Communicator::State& s, Waiter& w, int64_t bytes, const char* op) {
-  return s.latency_sized(bytes) && shm_ready(s, w, op) && !s.shm->oversubscribed;
+  return s.latency_sized(bytes) && slot_rendezvous(s, w, op);
 }
 
 // Whether the root copies a share of a single-copy broadcast

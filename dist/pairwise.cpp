@@ -21,7 +21,7 @@ void exchange_pairwise(Communicator::State& s, Waiter& w, int tag, const std::ve
   const int ws = s.size;
   const int r = s.rank;
   if (ws > 1) single_copy_ready(s, w, op);  // collective the first time only
-  if (ws > 1 && shm_ready(s, w, op) && !s.shm->oversubscribed && pairwise_slots_fit(s)) {
+  if (ws > 1 && slot_rendezvous(s, w, op)) {
     exchange_pairwise_by_slots(s, w, tag, send, send_bytes, recv, recv_bytes, op, what);
     return;
   }
@@ -40,10 +40,8 @@ void exchange_pairwise(Communicator::State& s, Waiter& w, int tag, const std::ve
   }
   for (int i = 1; i < ws; ++i) {
     const size_t to = static_cast<size_t>(mod(r + i, ws));
-    if (by_single_copy(s, send_bytes[to]))
+    if (sends_by_single_copy(s, send[to], send_bytes[to]))
       single.offer(static_cast<int>(to), send[to], send_bytes[to]);
-    else if (by_single_copy_if_shareable(s, send_bytes[to]))
-      single.offer_or_send(static_cast<int>(to), send[to], send_bytes[to]);
     else if (send_bytes[to] > 0)
       post_send(send[to], send_bytes[to], static_cast<int>(to), tag, s.comm, reqs, op);
     peers.resize(reqs.size(), static_cast<int>(to));

@@ -19,8 +19,8 @@ namespace scatterx::dist {
 // every rank must call it (with its shares, empty or not). `what` names the
 // messages in a timeout's error.
 //
-// Where the segment's latency-path slots exist (shm_ready) and the ranks do
-// not outnumber the cores (single_copy.h says why), the control goes
+// Where a rendezvous in the segment's latency-path slots is cheap
+// (slot_rendezvous, shm_transport.h), the control goes
 // through them (pairwise_slots.cpp): every rank publishes, for each peer, the
 // bytes it sends and expects and where its share lies, and the shares that
 // fit the slot's spare room (64 KiB by default) inline. Every rank then sees
@@ -32,10 +32,8 @@ void exchange_pairwise(Communicator::State& s, Waiter& w, int tag, const std::ve
                        const std::vector<int64_t>& recv_bytes, const char* op,
                        const char* what = "their all-to-all messages");
 
-// The slots' form of the above (every rank must take it or none:
-// shm_ready, the oversubscription verdict and pairwise_slots_fit agree
-// across ranks).
-bool pairwise_slots_fit(const Communicator::State& s);
+// The slots' form of the above (every rank takes it or none:
+// slot_rendezvous agrees across ranks).
 void exchange_pairwise_by_slots(Communicator::State& s, Waiter& w, int tag, const std::vector<const char*>& send,
                                 const std::vector<int64_t>& send_bytes, const std::vector<char*>& recv,
                                 const std::vector<int64_t>& recv_bytes, const char* op, const char* what);

@@ -9,7 +9,6 @@
 #include "dist/pairwise.h"
 #include "dist/shm_transport.h"
 #include "dist/single_copy.h"
-#include "ops/runtime/shareable_memory.h"
 #include "ops/runtime/stream_copy.h"
 
 namespace scatterx::dist {
@@ -34,8 +33,8 @@ void check_pairs(const std::vector<const PairEntry*>& entries, int ws, const cha
       const int64_t sent = entries[static_cast<size_t>(q)][p].sends;
       const int64_t expected = entries[static_cast<size_t>(p)][q].expects;
       if (sent != expected)
-        throw MismatchError(detail::concat(op, ": rank ", q, " sends ", sent, " bytes to rank ", p, ", which expects ",
-                                           expected));
+        throw MismatchError(
+            detail::concat(op, ": rank ", q, " sends ", sent, " bytes to rank ", p, ", which expects ", expected));
     }
   }
 }
@@ -56,9 +55,7 @@ bool publish_entries(const Communicator::State& s, char* slot, const std::vector
     e.sends = send_bytes[to];
     e.expects = recv_bytes[to];
     const int64_t b = e.sends;
-    detail::ShareableRegion region;
-    if (by_single_copy(s, b) ||
-        (by_single_copy_if_shareable(s, b) && detail::shareable_region(send[to], static_cast<size_t>(b), &region))) {
+    if (sends_by_single_copy(s, send[to], b)) {
       e.offer = single_copy_record(send[to], b);
     } else if (b > 0 && b <= s.shm->small_slot_bytes - used) {
       e.inline_at = used;
@@ -74,11 +71,9 @@ bool publish_entries(const Communicator::State& s, char* slot, const std::vector
   return streamed;
 }
 
-}  // namespace
+static_assert(kShmMaxRanks * sizeof(PairEntry) <= kMinSmallSlotBytes, "every rank's entries fit the smallest slot");
 
-bool pairwise_slots_fit(const Communicator::State& s) {
-  return static_cast<int64_t>(sizeof(PairEntry)) * s.size <= s.shm->small_slot_bytes;
-}
+}  // namespace
 
 void exchange_pairwise_by_slots(Communicator::State& s, Waiter& w, int tag, const std::vector<const char*>& send,
                                 const std::vector<int64_t>& send_bytes, const std::vector<char*>& recv,
@@ -136,7 +131,8 @@ void exchange_pairwise_by_slots(Communicator::State& s, Waiter& w, int tag, cons
     } else if (e.offer.pid != 0) {
       const std::string why = single_copy_read(e.offer, 0, recv[from], e.sends);
       if (!why.empty() && error.empty())
-        error = detail::concat(op, ": reading ", e.sends, " bytes out of rank ", from, " (process_vm_readv) failed: ", why);
+        error =
+            detail::concat(op, ": reading ", e.sends, " bytes out of rank ", from, " (process_vm_readv) failed: ", why);
     }
   }
   // Every rank saw every offer: when there was one, no rank returns (and

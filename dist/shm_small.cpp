@@ -78,8 +78,9 @@ void check_same_call(const ShmTransport& t, int ws, uint64_t call, const SlotCal
   std::string calls;
   for (int q = 0; q < ws; ++q)
     calls += detail::concat(q ? "; " : "", "rank ", q, ": ", describe(t.slot_calls[static_cast<size_t>(q)][parity]));
-  throw MismatchError(detail::concat(op, ": the ranks are in different collectives (or sizes, dtypes, roots) on "
-                                         "the shared-memory latency path: ",
+  throw MismatchError(detail::concat(op,
+                                     ": the ranks are in different collectives (or sizes, dtypes, roots) on "
+                                     "the shared-memory latency path: ",
                                      calls));
 }
 
@@ -132,8 +133,8 @@ void shm_all_reduce(Communicator::State& s, Waiter& w, char* data, int64_t n, DT
                     int64_t mean_count, const char* op) {
   const ShmTransport& t = *s.shm;
   const int ws = s.size;
-  const uint32_t how = static_cast<uint32_t>(dtype) << 8 | static_cast<uint32_t>(reduce) |
-                       (mean_count > 0 ? uint32_t{1} << 16 : 0);
+  const uint32_t how =
+      static_cast<uint32_t>(dtype) << 8 | static_cast<uint32_t>(reduce) | (mean_count > 0 ? uint32_t{1} << 16 : 0);
   const uint64_t call = shm_small_arrive(s, w, {SlotCall::kAllReduce, how, n * element_size(dtype)}, data, op);
   auto slot = [&](int q) { return t.small_slot(q, call); };
   // Every rank folds the same slots in the same order: the same bits.

@@ -25,10 +25,9 @@ namespace scatterx::dist {
 
 namespace {
 
-// Staging slots per (sender, receiver) pair, and the largest world size the
-// shared-memory path serves (the segment holds ws * kShmSlots slots per rank).
+// Staging slots per (sender, receiver) pair (the segment holds ws *
+// kShmSlots slots per rank).
 constexpr int kShmSlots = 4;
-constexpr int kShmMaxRanks = 8;
 // Room for a rank's latency-path call number and, on the same cache line
 // (which its peers fetch anyway to see the number), the two SlotCalls: two
 // cache lines, so that the adjacent-line prefetcher does not couple them with
@@ -315,6 +314,10 @@ void wait_note(Communicator::State& s, Waiter& w, int peer, int tag, const char*
 }
 
 }  // namespace
+
+bool slot_rendezvous(Communicator::State& s, Waiter& w, const char* op) {
+  return shm_ready(s, w, op) && !s.shm->oversubscribed;
+}
 
 int forced_slot_streaming() {
   static const int forced = [] {

@@ -21,6 +21,9 @@ namespace scatterx::dist {
 // Below this block size the point-to-point ring is as fast.
 constexpr int64_t kShmMinBlockBytes = int64_t{64} << 10;
 
+// The largest world size the shared segment serves.
+constexpr int kShmMaxRanks = 8;
+
 // Polls of a peer (a call number, an MPI request) before each further poll
 // yields the core: a peer that is running answers within microseconds, while
 // with more ranks than cores the late peer may be waiting for this very core.
@@ -34,14 +37,14 @@ constexpr uint64_t kSpinsBeforeYieldOversubscribed = 16;
 // something else. Checked whether or not SCATTERX_DIST_CHECKS is on.
 struct SlotCall {
   enum Kind : uint32_t {
-    kAllReduce = 1,   // detail: dtype * 256 + reduce, + 65536 for a mean
-    kAllGather,       // detail: 0
-    kBroadcast,       // detail: the root
-    kFoldRecords,     // single_copy_reduce.cpp; detail: 1 all-reduce, 2 reduce-scatter
-    kFoldNotes,       // likewise
-    kFoldDone,        // likewise
-    kPairs,           // pairwise_slots.cpp; detail: 0
-    kPairsDone,       // likewise
+    kAllReduce = 1,  // detail: dtype * 256 + reduce, + 65536 for a mean
+    kAllGather,      // detail: 0
+    kBroadcast,      // detail: the root
+    kFoldRecords,    // single_copy_reduce.cpp; detail: 1 all-reduce, 2 reduce-scatter
+    kFoldNotes,      // likewise
+    kFoldDone,       // likewise
+    kPairs,          // pairwise_slots.cpp; detail: 0
+    kPairsDone,      // likewise
   };
   uint32_t kind = 0;
   uint32_t detail = 0;
@@ -118,8 +121,17 @@ bool shm_ready(Communicator::State& s, Waiter& w, const char* op);
 // The smallest latency-path slot, whatever SCATTERX_DIST_ALLREDUCE_SMALL_BYTES
 // says: room for the control messages of the single-copy folds (a record,
 // or a note for each peer) and of the pairwise exchange (an entry for each
-// of up to 8 ranks, pairwise_slots.cpp).
+// of up to kShmMaxRanks ranks, pairwise_slots.cpp).
 constexpr int64_t kMinSmallSlotBytes = 1024;
+
+// Whether a rendezvous of every rank in the latency-path slots is cheap: the
+// segment exists (shm_ready, collective the first time) and the ranks do not
+// outnumber the cores. With more, every arrival waits for a round of context
+// switches, where a message waits only for its peer (4 ranks on 2 cores: a
+// 4 B broadcast 6 us through the slots against 1.3 us down the binomial tree;
+// a 64 KiB single-copy broadcast 17 us with its control in the slots against
+// 9 us in messages; bench/RESULTS.md). Every rank answers alike.
+bool slot_rendezvous(Communicator::State& s, Waiter& w, const char* op);
 
 // The latency paths' slots (shm_ready must have said yes; small_slot_bytes
 // each, ShmTransport::small_slot): copies `call.bytes` at `data` into this

@@ -203,6 +203,12 @@ void on_each_arrival(Waiter& w, std::vector<MPI_Request>& pending, const std::fu
   }
 }
 
+bool sends_by_single_copy(const Communicator::State& s, const char* data, int64_t bytes) {
+  if (by_single_copy(s, bytes)) return true;
+  detail::ShareableRegion region;
+  return by_single_copy_if_shareable(s, bytes) && detail::shareable_region(data, static_cast<size_t>(bytes), &region);
+}
+
 bool single_copy_ready(Communicator::State& s, Waiter& w, const char* op) {
   if (s.single_copy_state != 0) return s.single_copy_state > 0;
   // The option agrees across ranks (agree_on_settings) and so does the host
@@ -246,18 +252,6 @@ void SingleCopyExchange::expect(int p, char* into, int64_t bytes) {
       op_, "MPI_Irecv");
 }
 
-void SingleCopyExchange::offer_or_send(int p, const char* data, int64_t bytes) {
-  // Where the bytes lie decides, not whether a reader could map them: the
-  // reader falls back to process_vm_readv if its mapping fails.
-  detail::ShareableRegion region;
-  if (detail::shareable_region(data, static_cast<size_t>(bytes), &region)) {
-    offer(p, data, bytes);
-  } else {
-    post_send(data, bytes, p, tag_, s_.comm, reqs_, op_);
-    peers_.resize(reqs_.size(), p);
-  }
-}
-
 void SingleCopyExchange::expect_either(int p, char* into, int64_t bytes) {
   Incoming& in = incoming_[static_cast<size_t>(p)];
   in.into = into;
@@ -274,7 +268,7 @@ void SingleCopyExchange::read_all(Waiter& w) {
       w, records_,
       [&](int p) {
         Incoming& in = incoming_[static_cast<size_t>(p)];
-        // From offer_or_send: the bytes themselves came unless a record did.
+        // From expect_either: the bytes themselves came unless a record did.
         const int64_t arrived = arrived_bytes_[static_cast<size_t>(p)];
         const bool bytes_came = in.either && arrived != static_cast<int64_t>(sizeof(SingleCopyRecord));
         if (in.either && !bytes_came) std::memcpy(&in.record, in.into, sizeof(SingleCopyRecord));

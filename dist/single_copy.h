@@ -6,14 +6,10 @@
 // says "done", so that no rank returns (and lets its caller reuse the input)
 // while a peer may still read it. One copy per message, every rank reading
 // its peers at once, no ring steps. The records and "done" go through the
-// shared segment's latency-path slots where it exists (two arrivals of every
-// rank, no MPI message), else as two small messages per pair, which is still
-// less than MPI's rendezvous handshake per message. With more ranks than
-// cores they always go as messages: an arrival waits for every rank, which
-// there costs a round of context switches, where a message waits only for
-// its peer (4 ranks on 2 cores: a broadcast of 64 KiB took 17 us through
-// the slots against 9 us, 256 KiB 27 against 20; bench/RESULTS.md,
-// "control messages through the slots").
+// shared segment's latency-path slots where a rendezvous there is cheap
+// (slot_rendezvous, shm_transport.h: two arrivals of every rank, no MPI
+// message), else as two small messages per pair, which is still less than
+// MPI's rendezvous handshake per message.
 //
 // A message in scatterx's own tensor memory (tensors of 64 KiB to 8 MiB, see
 // ops/runtime/shareable_memory.h) is read through a mapping of the peer's
@@ -77,6 +73,11 @@ inline bool by_single_copy(const Communicator::State& s, int64_t bytes) {
 inline bool by_single_copy_if_shareable(const Communicator::State& s, int64_t bytes) {
   return s.single_copy_state > 0 && bytes >= kPairSingleCopyMinBytes && bytes < kSingleCopyMinBytes;
 }
+
+// The sender's choice for a pair's `bytes` at `data`: by single copy (its
+// reader copies them out) or not. Where the bytes lie decides, not whether
+// a reader could map them: the reader falls back to process_vm_readv.
+bool sends_by_single_copy(const Communicator::State& s, const char* data, int64_t bytes);
 
 // Where a message's bytes lie: at `address` in process `pid`, and, when they
 // lie in shareable tensor memory (ops/runtime/shareable_memory.h, fd >= 0),
@@ -143,9 +144,9 @@ void single_copy_broadcast(Communicator::State& s, Waiter& w, int tag, char* buf
 // read once from another rank and written once into it, with no staging
 // copy. The control messages: records, the block's note (written, read it
 // yourself, or could not fold: then every rank raises), "done". Through the
-// segment's latency-path slots where shm_ready says yes and the ranks do not
-// outnumber the cores (one arrival of every rank each, and no "done" when no
-// note asks for a read), else three small MPI messages per pair.
+// segment's latency-path slots where slot_rendezvous says yes (one arrival
+// of every rank each, and no "done" when no note asks for a read), else
+// three small MPI messages per pair.
 void single_copy_all_reduce(Communicator::State& s, Waiter& w, int tag, char* data, const Blocks& blocks, DType dtype,
                             Reduce reduce, int64_t mean_count, const char* op);
 
@@ -180,11 +181,9 @@ class SingleCopyExchange {
   void offer(int p, const char* data, int64_t bytes);
   // From peer p (once per exchange): `bytes` into `into`, read by read_all.
   void expect(int p, char* into, int64_t bytes);
-  // To peer p: offer() if `bytes` at `data` lie in shareable memory, else
-  // the bytes themselves as an MPI message.
-  void offer_or_send(int p, const char* data, int64_t bytes);
-  // From peer p, which calls offer_or_send: `bytes` (at least a record's)
-  // into `into`, as a message of them or as a record that read_all reads.
+  // From peer p, whose choice is sends_by_single_copy's: `bytes` (at least a
+  // record's) into `into`, as a message of them or as a record that
+  // read_all reads.
   void expect_either(int p, char* into, int64_t bytes);
   // Reads each expected peer's bytes as its record arrives and tells it
   // "done". Past the deadline it returns with the records still missing

@@ -89,7 +89,8 @@ void swap_records_by_slots(Communicator::State& s, Waiter& w, FoldMessages& m, c
   const SlotCall what{SlotCall::kFoldRecords, fold, static_cast<int64_t>(sizeof(SingleCopyRecord))};
   const uint64_t call = shm_small_arrive(s, w, what, reinterpret_cast<const char*>(&m.mine), op);
   for (int p = 0; p < s.size; ++p) {
-    if (p != s.rank) std::memcpy(&m.theirs[static_cast<size_t>(p)], s.shm->small_slot(p, call), sizeof(SingleCopyRecord));
+    if (p != s.rank)
+      std::memcpy(&m.theirs[static_cast<size_t>(p)], s.shm->small_slot(p, call), sizeof(SingleCopyRecord));
   }
   check_record_sizes(s, m, bytes, op);
 }
@@ -258,9 +259,9 @@ bool fold_exchange(Communicator::State& s, Waiter& w, int tag, const char* tenso
                    int64_t foreign_min_block_bytes, const char* op) {
   const int64_t es = element_size(dtype);
   const int64_t bytes = (blocks.offset.back() + blocks.length.back()) * es;
-  // The control messages go through the segment's slots where it exists,
-  // unless the ranks outnumber the cores (see single_copy.h).
-  const bool by_slots = shm_ready(s, w, op) && !s.shm->oversubscribed;
+  // The control messages go through the segment's slots where a rendezvous
+  // there is cheap.
+  const bool by_slots = slot_rendezvous(s, w, op);
   const uint32_t fold = own.push ? 1 : 2;  // SlotCall::detail
   auto m = std::make_unique<FoldMessages>();
   try {

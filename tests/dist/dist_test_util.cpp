@@ -418,6 +418,15 @@ void Buf::take_snapshot() {
   return ::testing::AssertionSuccess();
 }
 
+void expect_all_reduce_works(const Communicator& c, int64_t n) {
+  Tensor t =
+      make({n}, DType::Float32, [&](int64_t i) { return reduce_input(ReduceOp::Sum, DType::Float32, c.rank(), i); });
+  scatterx::dist::all_reduce(t, ReduceOp::Sum, c);
+  EXPECT_TRUE(
+      holds(t, [&](int64_t i) { return reduce_expected(ReduceOp::Sum, DType::Float32, iota_ranks(c.size()), i); }))
+      << "all_reduce of " << n << " elements";
+}
+
 ::testing::AssertionResult names_rank(const std::string& msg, int r) {
   const std::regex re("[Rr]anks?\\b[^.;:]*?\\b" + std::to_string(r) + "\\b");
   if (std::regex_search(msg, re)) return ::testing::AssertionSuccess();

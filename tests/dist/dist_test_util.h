@@ -130,6 +130,10 @@ Buf make_buf(const Shape& shape, DType dtype, Layout layout);
 // actual[i] == expected(i) for every element (bitwise; any NaN equals any NaN).
 ::testing::AssertionResult holds(const TensorView& actual, const std::function<V(int64_t)>& expected);
 
+// A sum all_reduce of `n` float32 elements on c, checked against the closed
+// form: that c still works (after an error, say).
+void expect_all_reduce_works(const Communicator& c, int64_t n = 1000);
+
 // msg contains every piece; a piece "a|b" is either spelling (the header's
 // argument name or torch.distributed's).
 ::testing::AssertionResult mentions(const std::string& msg, std::initializer_list<std::string> pieces);

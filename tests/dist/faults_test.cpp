@@ -49,16 +49,6 @@ class FaultsTest : public DistTest {
 
   int straggler() const { return ws() - 1; }
 
-  // A sum all_reduce of `n` float32 elements on c, checked.
-  void expect_all_reduce_works(const Communicator& c, int64_t n = 1000) {
-    Tensor t =
-        make({n}, DType::Float32, [&](int64_t i) { return reduce_input(ReduceOp::Sum, DType::Float32, rank(), i); });
-    dist::all_reduce(t, ReduceOp::Sum, c);
-    EXPECT_TRUE(
-        holds(t, [&](int64_t i) { return reduce_expected(ReduceOp::Sum, DType::Float32, iota_ranks(ws()), i); }))
-        << "all_reduce of " << n << " elements";
-  }
-
   // Every collective that needs the straggler's data, on its own communicator
   // (a timeout makes it unusable). Each entry runs the collective on c.
   std::vector<std::pair<std::string, std::function<void(const Communicator&)>>> needing_everyone() const {

@@ -501,13 +501,8 @@ TEST_F(SingleCopyTest, FoldsThatDifferRaiseEverywhere) {
   });
   EXPECT_TRUE(mentions(msg, {"different collectives", "single-copy all_reduce", "single-copy reduce_scatter"})) << msg;
   EXPECT_TRUE(holds(input, [&](int64_t i) { return value(rank(), i); })) << "the reduce-scatter's input was written";
-  fill(t, [&](int64_t i) { return value(rank(), i); });
-  dist::all_reduce(t, ReduceOp::Sum, c);
-  EXPECT_TRUE(holds(t, [&](int64_t i) {
-    double sum = 0;
-    for (int r = 0; r < ws(); ++r) sum += value(r, i).re;
-    return V{sum};
-  })) << "the all-reduce after the mismatches";
+  SCOPED_TRACE("the all-reduce after the mismatches");
+  expect_all_reduce_works(c, n);
 }
 
 // Through the slots every rank sees what every pair's ends send and expect:
@@ -539,21 +534,16 @@ TEST_F(SingleCopyTest, PairsThatDisagreeRaiseEverywhere) {
       out_views.emplace_back(outs.back());
     }
     const std::string msg = error_message<MismatchError>([&] { dist::all_to_all(out_views, ins, c); });
-    EXPECT_TRUE(mentions(msg, {"all_to_all", "rank " + std::to_string(ws() - 1) + " sends", "to rank 0",
-                               "which expects"}))
+    EXPECT_TRUE(
+        mentions(msg, {"all_to_all", "rank " + std::to_string(ws() - 1) + " sends", "to rank 0", "which expects"}))
         << rows << " rows: " << msg;
     for (int p = 0; p < ws(); ++p) {
       EXPECT_TRUE(holds(outs[static_cast<size_t>(p)], [](int64_t) { return V{-1}; }))
           << rows << " rows: bytes from rank " << p << " moved before the raise";
     }
   }
-  Tensor t = make({5}, DType::Float32, [&](int64_t i) { return V{static_cast<double>(rank() + i)}; });
-  dist::all_reduce(t, ReduceOp::Sum, c);
-  EXPECT_TRUE(holds(t, [&](int64_t i) {
-    double sum = 0;
-    for (int r = 0; r < ws(); ++r) sum += r + i;
-    return V{sum};
-  })) << "the all-reduce after the mismatches";
+  SCOPED_TRACE("the all-reduce after the mismatches");
+  expect_all_reduce_works(c, 5);
 }
 
 // A rank whose peers cannot read its tensor (here: every block but its own
